@@ -1,0 +1,1 @@
+"""Instructor tools: generating the student template from the reference."""

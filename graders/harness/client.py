@@ -1,0 +1,372 @@
+"""Grader-side clients that run probes against a submission.
+
+``SandboxClient`` runs them in a separate worker process with a deadline per call and
+restarts the worker after a hang or crash; ``InProcessClient`` runs them directly (for
+debugging with pdb). Both return plain observations or raise a ``ProbeOutcome``.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import protocol
+from .errors import (
+    HarnessError,
+    NotImplementedInSubmission,
+    ProbeOutcome,
+    ProbeTimeout,
+    SubmissionImportError,
+    SubmissionRaised,
+    WorkerCrashed,
+)
+
+GRADERS_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds graders/
+
+
+def outcome_from_error(error: dict[str, Any]) -> ProbeOutcome:
+    """Map a worker's error description to the matching ProbeOutcome."""
+    kind = error.get("kind")
+    exc_type = str(error.get("type", "Exception"))
+    message = str(error.get("message", ""))
+    detail = str(error.get("traceback", ""))
+    if kind == "not_implemented":
+        return NotImplementedInSubmission(f"NotImplementedError: {message}", detail)
+    if kind == "import":
+        return SubmissionImportError(
+            f"the submission could not be imported: {exc_type}: {message}", detail
+        )
+    if kind == "harness":
+        return HarnessError(f"internal grader error: {exc_type}: {message}", detail)
+    return SubmissionRaised(exc_type, message, detail)
+
+
+class OutputCapture:
+    """Drains the worker's stdout/stderr on a thread, keeping at most ``cap`` bytes."""
+
+    def __init__(self, stream: Any, cap: int) -> None:
+        self._stream = stream
+        self._cap = cap
+        self._lock = threading.Lock()
+        self._kept: list[bytes] = []
+        self._kept_bytes = 0
+        self._dropped = 0
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        fd = self._stream.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self._lock:
+                room = self._cap - self._kept_bytes
+                if room > 0:
+                    self._kept.append(chunk[:room])
+                    self._kept_bytes += min(room, len(chunk))
+                self._dropped += max(0, len(chunk) - max(room, 0))
+
+    def take(self) -> str:
+        """The output kept since the last call, with a note of how much was dropped."""
+        with self._lock:
+            text = b"".join(self._kept).decode("utf-8", "replace")
+            if self._dropped:
+                text += f"\n[... {self._dropped} more bytes of output dropped]"
+            self._kept, self._kept_bytes, self._dropped = [], 0, 0
+        return text
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+class _Worker:
+    """One worker process and its pipes."""
+
+    def __init__(self, submission: Path, memory_mb: int, output_cap: int) -> None:
+        to_worker_r, self.to_worker = os.pipe()
+        self.from_worker, from_worker_w = os.pipe()
+        self.workdir = tempfile.TemporaryDirectory(prefix="tinytrain-worker-")
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(GRADERS_ROOT),
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        cmd = [
+            sys.executable, "-s", "-m", "graders.harness.worker",
+            "--fd-in", str(to_worker_r), "--fd-out", str(from_worker_w),
+            "--memory-mb", str(memory_mb), str(submission),
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(to_worker_r, from_worker_w),
+            cwd=self.workdir.name,
+            env=env,
+            start_new_session=True,
+        )
+        os.close(to_worker_r)
+        os.close(from_worker_w)
+        self.capture = OutputCapture(self.proc.stdout, output_cap)
+
+    def send(self, message: dict[str, Any]) -> None:
+        protocol.write_message(self.to_worker, message)
+
+    def receive(self, deadline: float) -> Any:
+        def read(fd: int, n: int) -> bytes:
+            chunks = []
+            while n:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                ready, _, _ = select.select([fd], [], [], remaining)
+                if not ready:
+                    raise TimeoutError
+                chunk = os.read(fd, min(n, 1 << 20))
+                if not chunk:
+                    raise EOFError
+                chunks.append(chunk)
+                n -= len(chunk)
+            return b"".join(chunks)
+
+        return protocol.read_message(self.from_worker, read)
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self.capture.join(1.0)
+        self.close_fds()
+
+    def stop(self) -> None:
+        try:
+            self.send({"cmd": "exit"})
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def close_fds(self) -> None:
+        for fd in (self.to_worker, self.from_worker):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self.workdir.cleanup()
+
+    def exit_description(self) -> str:
+        code = self.proc.wait()
+        if code < 0:
+            name = signal.Signals(-code).name
+            hint = " (likely the memory limit)" if name in ("SIGKILL", "SIGSEGV") else ""
+            return f"was killed by {name}{hint}"
+        return f"exited with code {code}"
+
+
+class SandboxClient:
+    """Runs probes in a sandboxed worker process.
+
+    Every call has a deadline (``call_timeout``) and every test a time budget
+    (``begin_test``). After a timeout or a crash the worker is killed, the rest of that
+    test fails fast with the same reason, and the next test gets a fresh worker.
+    """
+
+    def __init__(
+        self,
+        submission: Path,
+        call_timeout: float = 10.0,
+        start_timeout: float = 30.0,
+        memory_mb: int = 4096,
+        output_cap: int = 16384,
+    ) -> None:
+        self.submission = Path(submission).resolve()
+        self.call_timeout = call_timeout
+        self.start_timeout = start_timeout
+        self.memory_mb = memory_mb
+        self.output_cap = output_cap
+        self._worker: _Worker | None = None
+        self._import_error: ProbeOutcome | None = None
+        self._poison: ProbeOutcome | None = None
+        self._test_deadline = float("inf")
+        self._output: list[str] = []
+
+    def __repr__(self) -> str:  # shown in Hypothesis' falsifying examples: keep it stable
+        return "submission"
+
+    # ----- per-test bookkeeping ------------------------------------------------------
+    def begin_test(self, budget: float) -> None:
+        self._poison = None
+        self._test_deadline = time.monotonic() + budget
+        self._output = []
+        if self._worker is not None:
+            self._worker.capture.take()  # output between tests belongs to nobody
+
+    def end_test(self) -> str:
+        self._test_deadline = float("inf")
+        if self._worker is not None:
+            self._output.append(self._worker.capture.take())
+        return "".join(self._output).strip()
+
+    # ----- calls ----------------------------------------------------------------------
+    def call(self, probe: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Run ``graders.probes.<probe>`` in the worker and return its observation."""
+        if self._poison is not None:
+            raise self._poison
+        if self._import_error is not None:
+            raise self._import_error
+        worker = self._ensure_worker()
+        limit = self.call_timeout if timeout is None else timeout
+        deadline = min(time.monotonic() + limit, self._test_deadline)
+        reply = self._exchange(worker, {"cmd": "call", "probe": probe, "args": list(args),
+                                        "kwargs": kwargs}, deadline, probe)
+        if reply.get("ok"):
+            return reply.get("value")
+        raise outcome_from_error(reply.get("error") or {})
+
+    def _ensure_worker(self) -> _Worker:
+        if self._worker is not None:
+            return self._worker
+        worker = _Worker(self.submission, self.memory_mb, self.output_cap)
+        self._worker = worker
+        deadline = time.monotonic() + self.start_timeout
+        reply = self._exchange(worker, {"cmd": "hello"}, deadline, "import tinytrain")
+        if not reply.get("ok"):
+            error = outcome_from_error(reply.get("error") or {})
+            if isinstance(error, SubmissionImportError):
+                self._import_error = error
+                self.close()
+            raise error
+        return worker
+
+    def _exchange(self, worker: _Worker, request: dict[str, Any], deadline: float,
+                  what: str) -> dict[str, Any]:
+        try:
+            worker.send(request)
+            reply = worker.receive(deadline)
+        except TimeoutError:
+            self._discard_worker(kill=True)
+            budget_spent = deadline >= self._test_deadline
+            reason = (
+                "the test used up its time budget" if budget_spent
+                else f"no answer within {self.call_timeout:g} s"
+            )
+            raise self._poisoned(ProbeTimeout(f"{what}: {reason} (infinite loop or very "
+                                              "slow code?); the worker was stopped")) from None
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            description = self._discard_worker(kill=False)
+            raise self._poisoned(WorkerCrashed(
+                f"{what}: the worker process {description} (os._exit, a crash, or too much "
+                "memory?); a fresh worker runs the next test")) from None
+        except protocol.ProtocolError as exc:
+            self._discard_worker(kill=True)
+            raise self._poisoned(HarnessError(f"{what}: bad message from the worker: {exc}")) from None
+        if not isinstance(reply, dict):
+            raise HarnessError(f"{what}: malformed reply from the worker")
+        return reply
+
+    def _poisoned(self, outcome: ProbeOutcome) -> ProbeOutcome:
+        self._poison = outcome
+        return outcome
+
+    def _discard_worker(self, kill: bool) -> str:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return "stopped"
+        if kill:
+            worker.kill()
+            description = "was stopped"
+        else:
+            description = worker.exit_description()
+            worker.kill()
+        self._output.append(worker.capture.take())
+        return description
+
+    def close(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.stop()
+
+
+class InProcessClient:
+    """Runs probes in this process (``--no-sandbox``): no deadline, no isolation, but
+    pdb works. Values still go through the wire format, so observations are the same."""
+
+    def __init__(self, submission: Path) -> None:
+        self.submission = Path(submission).resolve()
+        self._tt: Any = None
+        self._root = str(self.submission / "tinytrain")
+
+    def __repr__(self) -> str:
+        return "submission"
+
+    def begin_test(self, budget: float) -> None:
+        pass
+
+    def end_test(self) -> str:
+        return ""
+
+    def _import(self) -> Any:
+        if self._tt is None:
+            from . import worker
+
+            try:
+                self._tt, self._root = worker.import_submission(str(self.submission))
+            except Exception as exc:  # noqa: BLE001
+                error = worker.describe_exception(exc, self._root)
+                error["kind"] = "import"
+                raise outcome_from_error(error) from exc
+        return self._tt
+
+    def call(self, probe: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        from .. import probes
+        from . import worker
+
+        tt = self._import()
+        request = _round_trip({"cmd": "call", "probe": probe, "args": list(args), "kwargs": kwargs})
+        reply = _round_trip(worker.run_probe(tt, self._root, probes, request))
+        if reply.get("ok"):
+            return reply.get("value")
+        raise outcome_from_error(reply.get("error") or {})
+
+    def close(self) -> None:
+        pass
+
+
+def _round_trip(message: dict[str, Any]) -> Any:
+    """Encode and decode ``message``, as the pipe would."""
+    return protocol.read_message(0, _BytesReader(protocol.encode(message)))
+
+
+class _BytesReader:
+    """A ``read(fd, n)`` over an in-memory message, for the in-process round trip."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = memoryview(data)
+
+    def __call__(self, fd: int, n: int) -> bytes:
+        chunk, self._data = bytes(self._data[:n]), self._data[n:]
+        if len(chunk) < n:
+            raise EOFError
+        return chunk

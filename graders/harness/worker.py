@@ -1,0 +1,162 @@
+"""The sandboxed worker: imports the submission's tinytrain and runs probes for the grader.
+
+Started by ``SandboxClient`` as ``python -m graders.harness.worker``. It never sees
+expected values; it answers each request with an observation or an error description.
+torch (and other array libraries) cannot be imported here, so a submission cannot
+delegate its math. Student output goes to stdout/stderr, which the grader captures apart
+from the protocol pipes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.abc
+import os
+import resource
+import sys
+import traceback
+from typing import Any
+
+from graders.harness import protocol
+
+BLOCKED_PACKAGES = frozenset({"torch", "jax", "jaxlib", "tensorflow", "cupy", "functorch"})
+
+
+class _BlockImports(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if fullname.partition(".")[0] in BLOCKED_PACKAGES:
+            raise ImportError(
+                f"import of {fullname!r} is blocked while grading: tinytrain must do its own "
+                "math with NumPy (the grader uses torch only to compute expected values)"
+            )
+        return None
+
+
+def install_import_blocker() -> None:
+    for name in list(sys.modules):
+        if name.partition(".")[0] in BLOCKED_PACKAGES:
+            del sys.modules[name]
+    sys.meta_path.insert(0, _BlockImports())
+
+
+def set_limits(memory_mb: int, file_mb: int) -> None:
+    def limit(kind: int, value: int) -> None:
+        soft, hard = resource.getrlimit(kind)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(kind, (value, hard))
+
+    if memory_mb > 0:
+        limit(resource.RLIMIT_AS, memory_mb << 20)
+    limit(resource.RLIMIT_FSIZE, file_mb << 20)
+    limit(resource.RLIMIT_CORE, 0)
+
+
+def submission_traceback(exc: BaseException, root: str) -> str:
+    """The traceback frames inside the submission (the ones a student can act on)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if os.path.realpath(f.filename).startswith(root + os.sep)]
+    if not mine:
+        return ""
+    for frame in mine:
+        frame.filename = os.path.relpath(os.path.realpath(frame.filename), os.path.dirname(root))
+    return "".join(traceback.format_list(mine)).rstrip()
+
+
+def describe_exception(exc: BaseException, root: str) -> dict[str, Any]:
+    kind = "not_implemented" if isinstance(exc, NotImplementedError) else "exception"
+    message = str(exc)
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = os.path.relpath(os.path.realpath(exc.filename), os.path.dirname(root))
+        message = f"{exc.msg} ({where}, line {exc.lineno})"
+    return {
+        "kind": kind,
+        "type": type(exc).__name__,
+        "message": message[:4000],
+        "traceback": submission_traceback(exc, root)[:8000],
+    }
+
+
+def import_submission(submission: str) -> tuple[Any, str]:
+    """Import ``tinytrain`` from ``submission``; returns (module, package root)."""
+    sys.path.insert(0, submission)
+    module = importlib.import_module("tinytrain")
+    root = os.path.realpath(os.path.join(submission, "tinytrain"))
+    location = os.path.realpath(getattr(module, "__file__", "") or "")
+    if not location.startswith(root + os.sep):
+        raise ImportError(
+            f"imported tinytrain from {location or 'an unknown place'}, not from the "
+            f"submission folder {root}"
+        )
+    return module, root
+
+
+def serve(fd_in: int, fd_out: int, submission: str) -> None:
+    from graders import probes
+
+    root = os.path.realpath(os.path.join(submission, "tinytrain"))
+    try:
+        tt, root = import_submission(submission)
+        import_error = None
+    except BaseException as exc:  # noqa: BLE001 - anything the submission raises on import
+        tt, import_error = None, describe_exception(exc, root)
+        import_error["kind"] = "import"
+    while True:
+        try:
+            request = protocol.read_message(fd_in)
+        except EOFError:
+            return
+        if request.get("cmd") == "exit":
+            return
+        if import_error is not None:
+            reply = {"ok": False, "error": import_error}
+        elif request.get("cmd") == "hello":
+            reply = {"ok": True, "value": {"tinytrain": tt.__file__}}
+        else:
+            reply = run_probe(tt, root, probes, request)
+        try:
+            data = protocol.encode(reply)
+        except Exception as exc:  # noqa: BLE001 - an observation that cannot be sent
+            data = protocol.encode(
+                {"ok": False, "error": {"kind": "harness", "type": type(exc).__name__,
+                                        "message": f"probe result could not be sent: {exc}",
+                                        "traceback": ""}}
+            )
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd_out, view):]
+
+
+def run_probe(tt: Any, root: str, probes: Any, request: dict[str, Any]) -> dict[str, Any]:
+    try:
+        fn = probes.resolve(request["probe"])
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "error": {"kind": "harness", "type": type(exc).__name__,
+                                       "message": str(exc), "traceback": ""}}
+    try:
+        probes.reset_state(tt)
+        value = fn(tt, *request.get("args", []), **request.get("kwargs", {}))
+        return {"ok": True, "value": value}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from student code included
+        return {"ok": False, "error": describe_exception(exc, root)}
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fd-in", type=int, required=True)
+    parser.add_argument("--fd-out", type=int, required=True)
+    parser.add_argument("--memory-mb", type=int, default=4096)
+    parser.add_argument("--file-mb", type=int, default=512)
+    parser.add_argument("submission")
+    args = parser.parse_args()
+    set_limits(args.memory_mb, args.file_mb)
+    install_import_blocker()
+    serve(args.fd_in, args.fd_out, os.path.realpath(args.submission))
+
+
+if __name__ == "__main__":
+    main()

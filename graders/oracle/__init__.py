@@ -1,0 +1,1 @@
+"""Expected values computed with PyTorch, the oracle. Trusted side only."""

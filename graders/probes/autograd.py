@@ -1,0 +1,322 @@
+"""Probes for assignment 1: errors of backward, grad modes, retain_grad, hooks, detach."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import probe
+from ._functions import apply, functions
+from ._observe import array, grad, raised
+
+
+def _leaf(tt: Any, values: Any, requires_grad: bool = True) -> Any:
+    return tt.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
+
+
+@probe
+def worked_example(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """The course's y = x * exp(x^2), summed, then backward."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    y = apply(fns, "mul", [xt, apply(fns, "exp", [apply(fns, "square", [xt])])])
+    apply(fns, "sum", [y]).backward()
+    return {"y": array(y), "grad": grad(xt)}
+
+
+@probe
+def backward_errors(tt: Any) -> dict[str, Any]:
+    """The errors PyTorch raises: backward twice, implicit grad of a non-scalar, backward
+    of a tensor that does not require grad; and what must work: one-element outputs."""
+    fns = functions(tt)
+    x = _leaf(tt, [1.0, 2.0, 3.0])
+    s = apply(fns, "sum", [apply(fns, "mul", [x, x])])
+    s.backward()
+    twice = raised(lambda: s.backward())
+    non_scalar = raised(lambda: apply(fns, "sin", [x]).backward())
+    no_grad_tensor = raised(lambda: apply(fns, "sum", [_leaf(tt, [1.0], False)]).backward())
+    one_element = apply(fns, "sin", [_leaf(tt, [[0.5]])])
+    one = raised(lambda: one_element.backward())
+    return {"twice": twice, "non_scalar": non_scalar, "no_grad_tensor": no_grad_tensor,
+            "one_element": one}
+
+
+@probe
+def explicit_gradient(tt: Any, x: np.ndarray, g: np.ndarray) -> dict[str, Any]:
+    """y = sin(x) * x backpropagated with an explicit gradient ``g``."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    y = apply(fns, "mul", [apply(fns, "sin", [xt]), xt])
+    y.backward(tt.tensor(np.asarray(g, dtype=np.float64)))
+    return {"grad": grad(xt)}
+
+
+@probe
+def multiple_roots(tt: Any, x: np.ndarray, g1: np.ndarray, g2: np.ndarray) -> dict[str, Any]:
+    """``tt.autograd.backward([sin(x), x*x], [g1, g2])``: one pass over two roots."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    a = apply(fns, "sin", [xt])
+    b = apply(fns, "square", [xt])
+    tt.autograd.backward([a, b], [tt.tensor(g1), tt.tensor(g2)])
+    return {"grad": grad(xt)}
+
+
+# ----- grad modes --------------------------------------------------------------------
+def _records(tt: Any) -> bool:
+    fns = functions(tt)
+    return apply(fns, "mul", [_leaf(tt, [1.0]), _leaf(tt, [2.0])]).grad_fn is not None
+
+
+@probe
+def grad_mode_script(tt: Any, script: list[list[Any]]) -> list[Any]:
+    """Run a nest of grad-mode contexts; at every "check" report (is_grad_enabled,
+    whether an op on a requires-grad input records)."""
+    seen: list[Any] = []
+
+    def run(steps: list[list[Any]]) -> None:
+        for step in steps:
+            kind = step[0]
+            if kind == "check":
+                seen.append([bool(tt.is_grad_enabled()), _records(tt)])
+            elif kind == "call_set":  # set_grad_enabled(b) as a plain call
+                tt.set_grad_enabled(bool(step[1]))
+            else:
+                with _context(tt, kind, step[1]):
+                    run(step[2])
+
+    run(script)
+    return seen
+
+
+def _context(tt: Any, kind: str, arg: Any) -> Any:
+    if kind == "no_grad":
+        return tt.no_grad()
+    if kind == "enable_grad":
+        return tt.enable_grad()
+    if kind == "set_grad_enabled":
+        return tt.set_grad_enabled(bool(arg))
+    if kind == "inference_mode":
+        return tt.inference_mode(bool(arg))
+    raise ValueError(kind)
+
+
+@probe
+def grad_mode_restored_after_exception(tt: Any) -> dict[str, Any]:
+    """Modes come back when the block raises."""
+    out = {}
+    for kind, arg in (("no_grad", None), ("set_grad_enabled", False), ("inference_mode", True)):
+        try:
+            with _context(tt, kind, arg):
+                raise KeyError("boom")
+        except KeyError:
+            pass
+        out[kind] = [bool(tt.is_grad_enabled()), bool(tt.is_inference_mode_enabled())]
+    return out
+
+
+@probe
+def grad_mode_decorators(tt: Any) -> dict[str, Any]:
+    """no_grad(), enable_grad() and set_grad_enabled(b) used as decorators."""
+
+    @tt.no_grad()
+    def under_no_grad() -> bool:
+        return bool(tt.is_grad_enabled())
+
+    @tt.enable_grad()
+    def under_enable_grad() -> bool:
+        return bool(tt.is_grad_enabled())
+
+    created_with_mode = bool(tt.is_grad_enabled())
+
+    @tt.set_grad_enabled(False)
+    def under_set_false() -> bool:
+        return bool(tt.is_grad_enabled())
+
+    after_decorating = bool(tt.is_grad_enabled())
+    result = {
+        "no_grad": under_no_grad(),
+        "after_no_grad": bool(tt.is_grad_enabled()),
+        "set_false": under_set_false(),
+        "after_set_false": bool(tt.is_grad_enabled()),
+        "decorating_changed_mode": created_with_mode != after_decorating,
+        "set_false_twice": under_set_false(),
+    }
+    with tt.no_grad():
+        result["enable_inside_no_grad"] = under_enable_grad()
+        result["after_enable"] = bool(tt.is_grad_enabled())
+    return result
+
+
+@probe
+def grad_mode_threads(tt: Any) -> dict[str, Any]:
+    """Grad mode is per thread: no_grad in one thread leaves another recording."""
+    inside = threading.Event()
+    release = threading.Event()
+    seen: dict[str, Any] = {}
+    failure: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            with tt.no_grad():
+                seen["other"] = bool(tt.is_grad_enabled())
+                inside.set()
+                release.wait(5)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the probe's thread
+            failure.append(exc)
+        finally:
+            inside.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(5)
+    try:
+        if failure:
+            raise failure[0]
+        seen["main"] = bool(tt.is_grad_enabled())
+        seen["main_records"] = _records(tt)
+    finally:
+        release.set()
+        thread.join(5)
+    return seen
+
+
+@probe
+def inference_mode_tensors(tt: Any) -> dict[str, Any]:
+    """Inside inference_mode: no recording, inference tensors; outside: their limits."""
+    fns = functions(tt)
+    x = _leaf(tt, [1.0, 2.0])
+    with tt.inference_mode():
+        enabled_inside = bool(tt.is_inference_mode_enabled())
+        grad_inside = bool(tt.is_grad_enabled())
+        t = tt.tensor([3.0, 4.0], dtype=tt.float64)
+        y = apply(fns, "mul", [x, t])
+        recorded_inside = y.grad_fn is not None
+        with tt.inference_mode(False):
+            nested_false = [bool(tt.is_inference_mode_enabled()), bool(tt.is_grad_enabled())]
+            normal = tt.tensor([1.0])
+    out = {
+        "enabled_inside": enabled_inside,
+        "grad_inside": grad_inside,
+        "recorded_inside": recorded_inside,
+        "is_inference": bool(t.is_inference()),
+        "output_is_inference": bool(y.is_inference()),
+        "nested_false": nested_false,
+        "nested_false_tensor_is_inference": bool(normal.is_inference()),
+        "enabled_after": bool(tt.is_inference_mode_enabled()),
+        "normal_is_inference": bool(_leaf(tt, [1.0]).is_inference()),
+    }
+    out["save_outside"] = raised(lambda: apply(fns, "mul", [x, t]))
+    out["add_outside"] = raised(lambda: apply(fns, "add", [x, t]))
+    out["requires_grad_outside"] = raised(lambda: t.requires_grad_())
+    return out
+
+
+@probe
+def eval_keeps_autograd(tt: Any) -> dict[str, Any]:
+    """module.eval() changes train/eval behaviour only; no_grad stops recording."""
+    fns = functions(tt)
+
+    class Scale(tt.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = tt.nn.Parameter(tt.tensor(np.array([2.0, 3.0])))
+
+        def forward(self, x: Any) -> Any:
+            return apply(fns, "mul", [x, self.w])
+
+    model = Scale()
+    model.eval()
+    x = _leaf(tt, [1.0, 1.0], requires_grad=False)
+    y = model(x)
+    with tt.no_grad():
+        y_no_grad = model(x)
+    return {
+        "training": bool(model.training),
+        "eval_records": y.grad_fn is not None,
+        "eval_requires_grad": bool(y.requires_grad),
+        "no_grad_records": y_no_grad.grad_fn is not None,
+    }
+
+
+# ----- retain_grad, hooks, detach ------------------------------------------------------
+@probe
+def retain_grad(tt: Any, x: np.ndarray, calls: int) -> dict[str, Any]:
+    """a = sin(x); b = a * a; retain_grad on a only; backward ``calls`` times."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    a = apply(fns, "sin", [xt])
+    a.retain_grad()
+    b = apply(fns, "square", [a])
+    out = apply(fns, "sum", [b])
+    for _ in range(calls):
+        out.backward(retain_graph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b_grad = b.grad
+    return {
+        "a_grad": grad(a),
+        "b_grad_is_none": b_grad is None,
+        "a_retains": bool(a.retains_grad),
+        "b_retains": bool(b.retains_grad),
+        "x_grad": grad(xt),
+        "leaf_retain": raised(lambda: xt.retain_grad()),
+        "leaf_retains": bool(xt.retains_grad),
+    }
+
+
+@probe
+def hooks(tt: Any, x: np.ndarray, factor: float) -> dict[str, Any]:
+    """Hooks on a leaf (used twice) and on a non-leaf that rescales its gradient."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    seen_leaf: list[np.ndarray] = []
+    seen_mid: list[np.ndarray] = []
+    xt.register_hook(lambda g: seen_leaf.append(array(g)))
+    mid = apply(fns, "sin", [xt])
+    mid.register_hook(lambda g: (seen_mid.append(array(g)), apply(fns, "scale", [g, factor]))[1])
+    y = apply(fns, "mul", [mid, xt])  # x reaches the output on two paths
+    apply(fns, "sum", [y]).backward()
+    return {"grad": grad(xt), "leaf_calls": seen_leaf, "mid_calls": seen_mid}
+
+
+@probe
+def hook_replaces_leaf_grad(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """A leaf hook's return value is what gets accumulated; removed hooks stop."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    handle = xt.register_hook(lambda g: apply(fns, "scale", [g, 10.0]))
+    apply(fns, "sum", [apply(fns, "sin", [xt])]).backward()
+    first = grad(xt)
+    handle.remove()
+    xt.grad = None
+    apply(fns, "sum", [apply(fns, "sin", [xt])]).backward()
+    plain = tt.tensor([1.0], requires_grad=False)
+    return {
+        "hooked": first,
+        "after_remove": grad(xt),
+        "no_grad_tensor": raised(lambda: plain.register_hook(lambda g: g)),
+    }
+
+
+@probe
+def detach(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """detach(): a leaf sharing storage, no history; gradient stops there."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    mid = apply(fns, "sin", [xt])
+    d = mid.detach()
+    y = apply(fns, "mul", [xt, d])  # d(x * stop(sin x))/dx = sin x
+    apply(fns, "sum", [y]).backward()
+    return {
+        "requires_grad": bool(d.requires_grad),
+        "is_leaf": bool(d.is_leaf),
+        "grad_fn_none": d.grad_fn is None,
+        "shares_storage": bool(np.shares_memory(d.data, mid.data)),
+        "shares_version": d._version_counter is mid._version_counter,
+        "values": array(d),
+        "grad": grad(xt),
+    }

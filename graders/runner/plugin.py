@@ -1,0 +1,114 @@
+"""The pytest plugin that grades: task markers, per-test budgets, status and message."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from ..harness.errors import HarnessError, ProbeOutcome
+from .results import TestResult
+
+MAX_MESSAGE = 6000
+
+
+def classify(exc: BaseException | None) -> tuple[str, str]:
+    """(status, message) for what a test raised."""
+    if exc is None:
+        return "passed", ""
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, ProbeOutcome):
+        message = exc.message
+        if exc.detail:
+            message += "\n" + exc.detail
+        example = _falsifying_example(exc)
+        if example:
+            message += "\n" + example
+        if isinstance(exc, HarnessError):
+            return "error", message
+        return exc.status, message
+    if isinstance(exc, AssertionError):
+        return "failed", str(exc)
+    return "error", f"internal grader error: {type(exc).__name__}: {exc}"
+
+
+def _falsifying_example(exc: BaseException) -> str:
+    """Hypothesis' note naming the example that raised, if any."""
+    notes = getattr(exc, "__notes__", None) or []
+    return "\n".join(n for n in notes if n.startswith("Falsifying example"))
+
+
+def _truncate(text: str, limit: int = MAX_MESSAGE) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+
+
+class GradingPlugin:
+    """Selects the tests of the chosen tasks, runs each with a fresh budget, records
+    results; the ``submission`` fixture is the probe client."""
+
+    def __init__(self, client: Any, task_ids: set[str], known_tasks: set[str],
+                 test_budget: float) -> None:
+        self.client = client
+        self.task_ids = task_ids
+        self.known_tasks = known_tasks
+        self.test_budget = test_budget
+        self.results: list[TestResult] = []
+        self.collection_errors: list[str] = []
+        self._outcomes: dict[str, tuple[str, str]] = {}
+
+    @pytest.fixture
+    def submission(self) -> Any:
+        """The probe client for the submission under grading."""
+        return self.client
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "task(id): the rubric task a grader test belongs to")
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collection_errors.append(f"{report.nodeid}: {report.longreprtext[-2000:]}")
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            marker = item.get_closest_marker("task")
+            task = marker.args[0] if marker and marker.args else None
+            if task not in self.known_tasks:
+                self.collection_errors.append(f"{item.nodeid}: no valid task marker ({task!r})")
+                drop.append(item)
+            elif task in self.task_ids:
+                keep.append(item)
+            else:
+                drop.append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Any:
+        self._outcomes.pop(item.nodeid, None)
+        self.client.begin_test(self.test_budget)
+        start = time.perf_counter()
+        yield
+        duration = time.perf_counter() - start
+        output = self.client.end_test()
+        status, message = self._outcomes.get(item.nodeid, ("error", "the test did not run"))
+        doc = (getattr(item, "function", None).__doc__ or "").strip().splitlines()
+        self.results.append(TestResult(
+            name=item.name,
+            task=item.get_closest_marker("task").args[0],
+            status=status,
+            message=_truncate(message),
+            duration=round(duration, 3),
+            output=_truncate(output, 4000),
+            description=doc[0] if doc else "",
+        ))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+        yield
+        if call.when == "call" or (call.when == "setup" and call.excinfo is not None):
+            exc = call.excinfo.value if call.excinfo is not None else None
+            self._outcomes[item.nodeid] = classify(exc)

@@ -1,0 +1,68 @@
+"""Run the grader suites against one submission."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ..harness.client import InProcessClient, SandboxClient
+from ..rubric import Rubric, Task
+from .plugin import GradingPlugin
+from .results import TestResult
+
+SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
+
+
+class GradingError(Exception):
+    """The grader could not run its suites (a bug or a broken installation)."""
+
+
+def run_suites(
+    submission: Path,
+    rubric: Rubric,
+    tasks: tuple[Task, ...],
+    seed: int = 0,
+    sandbox: bool = True,
+    profile: str = "default",
+) -> list[TestResult]:
+    """Run every grader test of ``tasks`` against ``submission``; one result per test."""
+    limits = rubric.limits
+    if sandbox:
+        client = SandboxClient(
+            submission,
+            call_timeout=limits.call_timeout_s,
+            start_timeout=limits.start_timeout_s,
+            memory_mb=limits.memory_mb,
+        )
+    else:
+        client = InProcessClient(submission)
+    plugin = GradingPlugin(
+        client,
+        task_ids={t.id for t in tasks},
+        known_tasks={t.id for t in rubric.tasks},
+        test_budget=limits.test_budget_s,
+    )
+    with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch
+        os.environ["TINYTRAIN_GRADER_PROFILE"] = profile
+        args = [
+            str(SUITES_DIR),
+            "-c", str(SUITES_DIR / "pytest.ini"),
+            "--rootdir", str(SUITES_DIR),
+            "-p", "no:cacheprovider",
+            "-p", "no:terminal",
+            "-p", "no:pytest_jsonreport",
+            f"--hypothesis-seed={seed}",
+        ]
+        try:
+            code = pytest.main(args, plugins=[plugin])
+        finally:
+            client.close()
+    if plugin.collection_errors:
+        raise GradingError("the grader suites failed to load:\n" + "\n".join(plugin.collection_errors))
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise GradingError(f"pytest stopped with exit code {int(code)}")
+    return plugin.results

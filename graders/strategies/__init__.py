@@ -1,0 +1,1 @@
+"""Hypothesis strategies that draw grader inputs. Trusted side only."""

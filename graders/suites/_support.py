@@ -1,0 +1,60 @@
+"""Helpers for writing grader tests."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+task = pytest.mark.task
+
+_SCALE = {"default": 1, "thorough": 8}
+
+
+def examples(n: int) -> int:
+    """``n`` Hypothesis examples under the default profile, more under "thorough"."""
+    return n * _SCALE.get(os.environ.get("TINYTRAIN_GRADER_PROFILE", "default"), 1)
+
+
+def literal(value: Any) -> str:
+    """A Python literal for an array (for reproducer snippets)."""
+    array = np.asarray(value)
+    text = np.array2string(array, separator=", ", precision=17, floatmode="unique",
+                           threshold=10_000, max_line_width=10_000)
+    return text.replace("\n", "")
+
+
+def program_reproducer(program: dict[str, Any], calls: int = 1) -> str:
+    """tinytrain code that runs a graph program (with tinytrain's own operators)."""
+    lines = ["import tinytrain as tt"]
+    names = []
+    for i, (value, rg) in enumerate(program["leaves"]):
+        names.append(f"x{i}")
+        lines.append(f"x{i} = tt.tensor({literal(value)}, dtype=tt.float64, requires_grad={bool(rg)})")
+    body = []
+    for op, *args in program["ops"]:
+        name = f"v{len(names)}"
+        a = [names[i] for i in args[:1]]
+        if op in ("add", "mul"):
+            expr = f"{a[0]} {'+' if op == 'add' else '*'} {names[args[1]]}"
+        elif op == "scale":
+            expr = f"{a[0]} * {args[1]}"
+        elif op == "square":
+            expr = f"{a[0]} * {a[0]}"
+        elif op == "sum":
+            expr = f"{a[0]}.sum()"
+        else:
+            expr = f"{a[0]}.{op}()"
+        body.append(f"{name} = {expr}")
+        names.append(name)
+    if calls > 1:
+        lines.append(f"for _ in range({calls}):")
+        lines.extend("    " + line for line in body)
+        lines.append(f"    {names[-1]}.backward()")
+    else:
+        lines.extend(body)
+        lines.append(f"{names[-1]}.backward()")
+    lines.append("print(" + ", ".join(f"x{i}.grad" for i in range(len(program["leaves"]))) + ")")
+    return "\n".join(lines)

@@ -1,0 +1,21 @@
+"""Shared settings of the grader suites."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from hypothesis import HealthCheck, settings
+
+torch.set_num_threads(1)
+
+_COMMON = dict(
+    database=None,
+    deadline=None,
+    print_blob=False,
+    report_multiple_bugs=False,
+    suppress_health_check=list(HealthCheck),
+)
+settings.register_profile("default", max_examples=25, **_COMMON)
+settings.register_profile("thorough", max_examples=200, **_COMMON)
+settings.load_profile(os.environ.get("TINYTRAIN_GRADER_PROFILE", "default"))

@@ -1,0 +1,27 @@
+"""Automatic differentiation: Function, the backward engine, grad modes, graph hooks."""
+
+from . import graph
+from .engine import backward
+from .function import AccumulateGrad, BackwardNode, Function
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+
+__all__ = [
+    "AccumulateGrad",
+    "BackwardNode",
+    "Function",
+    "backward",
+    "enable_grad",
+    "graph",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]

@@ -1,0 +1,273 @@
+"""Function and the graph it builds.
+
+A ``Function`` subclass defines ``forward(ctx, *inputs)`` (tensors in, NumPy arrays out)
+and ``backward(ctx, *grads)`` (NumPy arrays in and out, one gradient per forward input).
+``Function.apply`` runs forward and, when the call must be recorded, makes ``ctx`` the
+``grad_fn`` of the outputs: a node whose ``next_functions`` point at the nodes that
+produced the inputs, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from . import grad_mode
+from .saved import SavedTensor
+
+
+class BackwardNode:
+    """A vertex of the backward graph, and the ``ctx`` its Function's methods receive.
+
+    ``next_functions[i]`` is ``(node, output_nr)`` for input ``i``: the node that produced
+    that input (an ``AccumulateGrad`` for a leaf) and which of its outputs it was, or
+    ``(None, 0)`` for an input that does not require grad.
+    """
+
+    _function: type[Function]
+
+    def __init__(self) -> None:
+        self.next_functions: tuple[tuple[BackwardNode | None, int], ...] = ()
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self._to_save: tuple[Any, ...] = ()
+        self._saved: tuple[SavedTensor | None, ...] | None = None
+        self._released = False
+        self._input_meta: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = ()
+        self._output_meta: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
+        self._tensor_hooks: dict[int, list] = {}
+        self._retained: dict[int, weakref.ref] = {}
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    # ----- saved tensors --------------------------------------------------------------
+    def save_for_backward(self, *items: Any) -> None:
+        """Keep tensors (or arrays) for backward; read them back with ``saved_tensors``."""
+        self._to_save = items
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        if self._released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access "
+                "saved tensors after they have already been freed). Saved intermediate "
+                "values of the graph are freed when you call .backward() or autograd.grad(). "
+                "Specify retain_graph=True if you need to backward through the graph a second "
+                "time or if you need to access saved tensors after calling backward."
+            )
+        if self._saved is None:  # not recorded: forward was called directly
+            return tuple(self._to_save)
+        return tuple(None if s is None else s.unpack(self) for s in self._saved)
+
+    def _pack_saved(self, outputs: tuple[Any, ...]) -> None:
+        """Turn what forward asked to save into SavedTensors (runs after forward, so an
+        output saved by forward is recognised and saved without a reference cycle)."""
+        out_by_data = {id(o.data): o for o in outputs}
+        self._saved = tuple(SavedTensor.make(item, out_by_data) for item in self._to_save)
+        self._to_save = ()
+
+    def _release(self) -> None:
+        """Free the saved tensors (backward without retain_graph)."""
+        if self._saved:
+            for saved in self._saved:
+                if saved is not None:
+                    saved.release()
+        self._saved = ()
+        self._released = True
+
+    # ----- running backward -----------------------------------------------------------
+    def _run_backward(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+        """Call the Function's backward and check what it returns: one gradient per forward
+        argument (None for arguments that need none; trailing ones may be left out)."""
+        for i, grad in enumerate(grads):
+            if grad is None:  # an output that received no gradient counts as zeros
+                shape, dtype = self._output_meta[i]
+                grads[i] = np.zeros(shape, dtype)
+        result = self._function.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_inputs = len(self.next_functions)
+        if len(result) < n_inputs:  # trailing gradients of non-differentiable inputs may be left out
+            if any(self.needs_input_grad[len(result):]):
+                raise RuntimeError(
+                    f"function {self.name()} returned an incorrect number of gradients "
+                    f"(expected {n_inputs}, got {len(result)})"
+                )
+            result = result + (None,) * (n_inputs - len(result))
+        return tuple(self._check_grad(i, g) for i, g in enumerate(result[:n_inputs]))
+
+    def _check_grad(self, index: int, grad: Any) -> np.ndarray | None:
+        if grad is None or self.next_functions[index][0] is None:
+            return None
+        grad = getattr(grad, "data", grad)  # a Tensor is accepted too
+        shape, dtype = self._input_meta[index]
+        grad = np.asarray(grad)
+        if grad.shape != shape:
+            raise RuntimeError(
+                f"Function {self.name()} returned an invalid gradient at index {index} - "
+                f"got {list(grad.shape)} but expected shape compatible with {list(shape)}"
+            )
+        return grad if grad.dtype == dtype else grad.astype(dtype)
+
+    def _run_tensor_hooks(self, grads: list[np.ndarray | None]) -> list[np.ndarray | None]:
+        """Apply hooks registered on this node's output tensors, then retain_grad."""
+        # BEGIN SOLUTION 1.4
+        from ..tensor import Tensor
+
+        for nr, hooks in self._tensor_hooks.items():
+            for hook in list(hooks):
+                if grads[nr] is None:
+                    continue
+                result = hook(Tensor(grads[nr]))
+                if result is not None:
+                    grads[nr] = result.data
+        for nr, ref in self._retained.items():
+            tensor = ref()
+            if tensor is None or grads[nr] is None:
+                continue
+            if tensor._grad is None:
+                tensor._grad = Tensor(grads[nr].copy())
+            else:
+                tensor._grad = Tensor(tensor._grad.data + grads[nr])
+        return grads
+        # END SOLUTION
+
+    def _has_tensor_hooks(self) -> bool:
+        return bool(self._tensor_hooks or self._retained)
+
+
+class AccumulateGrad(BackwardNode):
+    """The node behind a leaf that requires grad: adds the gradient into ``.grad``."""
+
+    def __init__(self, variable: Any) -> None:
+        super().__init__()
+        self.variable = variable
+        self._output_meta = ((variable.shape, variable.data.dtype),)
+
+    def _run_tensor_hooks(self, grads: list[np.ndarray | None]) -> list[np.ndarray | None]:
+        # BEGIN SOLUTION 1.4
+        from ..tensor import Tensor
+
+        for hook in list(self.variable._backward_hooks or ()):
+            if grads[0] is None:
+                break
+            result = hook(Tensor(grads[0]))
+            if result is not None:
+                grads[0] = result.data
+        return grads
+        # END SOLUTION
+
+    def _has_tensor_hooks(self) -> bool:
+        return bool(self.variable._backward_hooks)
+
+    def _run_backward(self, grads: list[np.ndarray | None]) -> tuple[()]:
+        (grad,) = grads
+        if grad is not None:
+            accumulate_into_leaf(self.variable, grad)
+        return ()
+
+
+def accumulate_into_leaf(leaf: Any, grad: np.ndarray) -> None:
+    """Add ``grad`` into ``leaf.grad``: set on the first call, summed on later ones."""
+    # BEGIN SOLUTION 1.2
+    from ..tensor import Tensor
+
+    if leaf._grad is None:
+        leaf._grad = Tensor(np.array(grad, dtype=leaf.data.dtype, copy=True))
+    else:
+        leaf._grad.data += grad
+    # END SOLUTION
+
+
+def grad_accumulator(leaf: Any) -> AccumulateGrad:
+    """The one AccumulateGrad node of a leaf (made on first use, shared by all edges)."""
+    node = leaf._grad_accumulator() if leaf._grad_accumulator is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._grad_accumulator = weakref.ref(node)
+    return node
+
+
+def gradient_edge(tensor: Any) -> tuple[BackwardNode | None, int]:
+    """Where a gradient for ``tensor`` must be sent: ``(node, output_nr)``."""
+    if tensor.grad_fn is not None:
+        return tensor.grad_fn, tensor._output_nr
+    if tensor._requires_grad:
+        return grad_accumulator(tensor), 0
+    return None, 0
+
+
+class Function:
+    """Base class of differentiable operations; subclasses define forward and backward."""
+
+    _backward_cls: type[BackwardNode]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._backward_cls = type(f"{cls.__name__}Backward", (BackwardNode,), {"_function": cls})
+
+    @staticmethod
+    def forward(ctx: BackwardNode, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("Function subclasses must implement forward")
+
+    @staticmethod
+    def backward(ctx: BackwardNode, *grads: np.ndarray) -> Any:
+        raise NotImplementedError("Function subclasses must implement backward")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run forward on ``args`` and record the call in the graph when needed."""
+        from ..tensor import Tensor
+
+        ctx = cls._backward_cls()
+        result = cls.forward(ctx, *args, **kwargs)
+        single = not isinstance(result, tuple)
+        outputs = tuple(Tensor(np.asarray(r)) for r in ((result,) if single else result))
+        if record(ctx, args, outputs):
+            ctx._pack_saved(outputs)
+        return outputs[0] if single else outputs
+
+
+def record(ctx: BackwardNode, inputs: tuple[Any, ...], outputs: tuple[Any, ...]) -> bool:
+    """Make ``ctx`` the grad_fn of ``outputs`` if this call must be recorded.
+
+    Returns True when it recorded. Fill in ``ctx.next_functions``, ``ctx.needs_input_grad``,
+    ``ctx._input_meta`` and ``ctx._output_meta``, and set each floating-point output's
+    ``grad_fn``, ``_output_nr`` and ``requires_grad``.
+    """
+    # BEGIN SOLUTION 1.1
+    # HINT: record only when grad mode is on, inference mode is off (it wins even over
+    # HINT: enable_grad) and some Tensor input requires grad.
+    # HINT: gradient_edge(tensor) gives the (node, output_nr) pair for an input.
+    if not grad_mode.is_grad_enabled() or grad_mode.is_inference_mode_enabled():
+        return False
+    if not any(getattr(t, "_requires_grad", False) for t in inputs):
+        return False
+    edges = []
+    needs = []
+    meta = []
+    for t in inputs:
+        if hasattr(t, "_requires_grad") and t._requires_grad:
+            edges.append(gradient_edge(t))
+            needs.append(True)
+            meta.append((t.data.shape, t.data.dtype))
+        else:
+            edges.append((None, 0))
+            needs.append(False)
+            meta.append(None)
+    ctx.next_functions = tuple(edges)
+    ctx.needs_input_grad = tuple(needs)
+    ctx._input_meta = tuple(meta)
+    ctx._output_meta = tuple((o.data.shape, o.data.dtype) for o in outputs)
+    for nr, out in enumerate(outputs):
+        if out.data.dtype.kind == "f":  # integer outputs (indices) are not differentiable
+            out.grad_fn = ctx
+            out._output_nr = nr
+            out._requires_grad = True
+    return True
+    # END SOLUTION

@@ -1,0 +1,115 @@
+"""Data types: PyTorch-named wrappers around NumPy dtypes, and type promotion."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class DType:
+    """A tensor element type (``tt.float32`` ...), backed by a NumPy dtype."""
+
+    __slots__ = ("name", "np", "is_floating_point", "itemsize", "_category")
+
+    def __init__(self, name: str, np_dtype: np.dtype, category: int) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.is_floating_point = category == 2
+        self.itemsize = self.np.itemsize
+        self._category = category  # 0 bool, 1 integer, 2 floating point
+
+    def __repr__(self) -> str:
+        return f"tinytrain.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name
+
+
+bool_ = DType("bool", np.bool_, 0)
+uint8 = DType("uint8", np.uint8, 1)
+int8 = DType("int8", np.int8, 1)
+int16 = DType("int16", np.int16, 1)
+int32 = DType("int32", np.int32, 1)
+int64 = DType("int64", np.int64, 1)
+float16 = DType("float16", np.float16, 2)
+float32 = DType("float32", np.float32, 2)
+float64 = DType("float64", np.float64, 2)
+
+ALL_DTYPES: tuple[DType, ...] = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+_BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in ALL_DTYPES}
+
+_default_float = float32
+
+
+def register_dtype(dtype: DType) -> None:
+    """Make an extra dtype (bfloat16, from an extension) known to tinytrain."""
+    _BY_NUMPY[dtype.np] = dtype
+
+
+def from_numpy_dtype(np_dtype: np.dtype) -> DType:
+    """The tinytrain dtype for a NumPy dtype; raises TypeError for unsupported ones."""
+    try:
+        return _BY_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(f"tinytrain does not support the NumPy dtype {np_dtype}") from None
+
+
+def to_numpy_dtype(dtype: DType | np.dtype | type | str | None) -> np.dtype | None:
+    """Accept a tinytrain dtype (or anything NumPy understands) and return the NumPy dtype."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, DType):
+        return dtype.np
+    return from_numpy_dtype(np.dtype(dtype)).np
+
+
+def get_default_dtype() -> DType:
+    """The dtype that Python floats become (float32 unless changed)."""
+    return _default_float
+
+
+def set_default_dtype(dtype: DType) -> None:
+    """Set the dtype that Python floats become; must be a floating point type."""
+    global _default_float
+    if not dtype.is_floating_point:
+        raise TypeError("only floating point types are supported as the default type")
+    _default_float = dtype
+
+
+def _scalar_category(value: object) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        return 0
+    if isinstance(value, (int, np.integer)):
+        return 1
+    return 2
+
+
+def result_type(*operands: object) -> np.dtype:
+    """PyTorch's type promotion over tensors and Python scalars.
+
+    Tensors with dimensions outrank zero-dim tensors, which outrank Python scalars;
+    a lower-priority operand only matters when its category (bool < int < float) is higher.
+    """
+    best: list[np.dtype | None] = [None, None, None]  # per priority: dims, zero-dim, scalar
+    for op in operands:
+        data = getattr(op, "data", None)
+        if isinstance(data, np.ndarray):
+            prio = 0 if data.ndim else 1
+            dt = data.dtype
+        else:
+            prio = 2
+            cat = _scalar_category(op)
+            dt = (np.dtype(np.bool_), np.dtype(np.int64), _default_float.np)[cat]
+        cur = best[prio]
+        best[prio] = dt if cur is None else np.promote_types(cur, dt)
+    result: np.dtype | None = None
+    for dt in best:
+        if dt is None:
+            continue
+        if result is None or _category(dt) > _category(result):
+            result = dt
+    assert result is not None, "result_type needs at least one operand"
+    return result
+
+
+def _category(np_dtype: np.dtype) -> int:
+    return from_numpy_dtype(np_dtype)._category

@@ -1,0 +1,6 @@
+"""Neural-network building blocks (``tt.nn``)."""
+
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["Module", "Parameter"]
