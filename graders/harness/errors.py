@@ -29,7 +29,7 @@ class SubmissionRaised(Exception, ProbeOutcome):
     """The submission raised an exception the test did not expect."""
 
     def __init__(self, exc_type: str, message: str, detail: str = "") -> None:
-        super().__init__(f"{exc_type}: {message}", detail)
+        ProbeOutcome.__init__(self, f"{exc_type}: {message}", detail)
         self.exc_type = exc_type
         self.exc_message = message
 

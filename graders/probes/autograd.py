@@ -37,7 +37,7 @@ def backward_errors(tt: Any) -> dict[str, Any]:
     s.backward()
     twice = raised(lambda: s.backward())
     non_scalar = raised(lambda: apply(fns, "sin", [x]).backward())
-    no_grad_tensor = raised(lambda: apply(fns, "sum", [_leaf(tt, [1.0], False)]).backward())
+    no_grad_tensor = raised(lambda: _leaf(tt, [1.0], False).backward())
     one_element = apply(fns, "sin", [_leaf(tt, [[0.5]])])
     one = raised(lambda: one_element.backward())
     return {"twice": twice, "non_scalar": non_scalar, "no_grad_tensor": no_grad_tensor,
@@ -244,13 +244,14 @@ def eval_keeps_autograd(tt: Any) -> dict[str, Any]:
 
 # ----- retain_grad, hooks, detach ------------------------------------------------------
 @probe
-def retain_grad(tt: Any, x: np.ndarray, calls: int) -> dict[str, Any]:
-    """a = sin(x); b = a * a; retain_grad on a only; backward ``calls`` times."""
+def retain_grad(tt: Any, x: np.ndarray, k: float, calls: int) -> dict[str, Any]:
+    """a = 3x (retained), b = k*a (not retained), loss = sum(b); ``calls`` backward passes.
+    A chain of ops that save nothing, so it only exercises retain_grad itself."""
     fns = functions(tt)
     xt = _leaf(tt, x)
-    a = apply(fns, "sin", [xt])
+    a = apply(fns, "scale", [xt, 3.0])
     a.retain_grad()
-    b = apply(fns, "square", [a])
+    b = apply(fns, "scale", [a, k])
     out = apply(fns, "sum", [b])
     for _ in range(calls):
         out.backward(retain_graph=True)
@@ -270,7 +271,7 @@ def retain_grad(tt: Any, x: np.ndarray, calls: int) -> dict[str, Any]:
 
 @probe
 def hooks(tt: Any, x: np.ndarray, factor: float) -> dict[str, Any]:
-    """Hooks on a leaf (used twice) and on a non-leaf that rescales its gradient."""
+    """x -> mid = sin(x) (hook returns grad * factor) -> y = 2 * mid; hook on x too."""
     fns = functions(tt)
     xt = _leaf(tt, x)
     seen_leaf: list[np.ndarray] = []
@@ -278,7 +279,7 @@ def hooks(tt: Any, x: np.ndarray, factor: float) -> dict[str, Any]:
     xt.register_hook(lambda g: seen_leaf.append(array(g)))
     mid = apply(fns, "sin", [xt])
     mid.register_hook(lambda g: (seen_mid.append(array(g)), apply(fns, "scale", [g, factor]))[1])
-    y = apply(fns, "mul", [mid, xt])  # x reaches the output on two paths
+    y = apply(fns, "scale", [mid, 2.0])
     apply(fns, "sum", [y]).backward()
     return {"grad": grad(xt), "leaf_calls": seen_leaf, "mid_calls": seen_mid}
 

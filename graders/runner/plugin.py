@@ -111,4 +111,7 @@ class GradingPlugin:
         yield
         if call.when == "call" or (call.when == "setup" and call.excinfo is not None):
             exc = call.excinfo.value if call.excinfo is not None else None
-            self._outcomes[item.nodeid] = classify(exc)
+            try:
+                self._outcomes[item.nodeid] = classify(exc)
+            except Exception as bug:  # noqa: BLE001 - never let one report stop grading
+                self._outcomes[item.nodeid] = ("error", f"internal grader error: {bug!r}")

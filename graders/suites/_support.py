@@ -26,8 +26,9 @@ def literal(value: Any) -> str:
     return text.replace("\n", "")
 
 
-def program_reproducer(program: dict[str, Any], calls: int = 1) -> str:
-    """tinytrain code that runs a graph program (with tinytrain's own operators)."""
+def program_reproducer(program: dict[str, Any], calls: int = 1, backward: bool = True) -> str:
+    """tinytrain code that runs a graph program (with tinytrain's own operators); without
+    ``backward`` it prints each value's graph attributes instead of the gradients."""
     lines = ["import tinytrain as tt"]
     names = []
     for i, (value, rg) in enumerate(program["leaves"]):
@@ -49,6 +50,11 @@ def program_reproducer(program: dict[str, Any], calls: int = 1) -> str:
             expr = f"{a[0]}.{op}()"
         body.append(f"{name} = {expr}")
         names.append(name)
+    if not backward:
+        lines.extend(body)
+        lines.append(f"for v in [{', '.join(names)}]:")
+        lines.append("    print(v.requires_grad, v.is_leaf, v.grad_fn)")
+        return "\n".join(lines)
     if calls > 1:
         lines.append(f"for _ in range({calls}):")
         lines.extend("    " + line for line in body)

@@ -61,7 +61,9 @@ class BackwardNode:
                 "time or if you need to access saved tensors after calling backward."
             )
         if self._saved is None:  # not recorded: forward was called directly
-            return tuple(self._to_save)
+            from ..tensor import Tensor
+
+            return tuple(Tensor(x) if isinstance(x, np.ndarray) else x for x in self._to_save)
         return tuple(None if s is None else s.unpack(self) for s in self._saved)
 
     def _pack_saved(self, outputs: tuple[Any, ...]) -> None:
@@ -167,9 +169,15 @@ def gradient_edge(tensor: Any) -> tuple[BackwardNode | None, int]:
 
 
 class Function:
-    """Base class of differentiable operations; subclasses define forward and backward."""
+    """Base class of differentiable operations; subclasses define forward and backward.
+
+    A Function whose forward returns a NumPy view of its first input's array sets
+    ``is_view = True``: its output then shares that input's version counter and base,
+    as PyTorch's views do.
+    """
 
     _backward_cls: type[BackwardNode]
+    is_view = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -192,9 +200,18 @@ class Function:
         result = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(result, tuple)
         outputs = tuple(Tensor(np.asarray(r)) for r in ((result,) if single else result))
+        if cls.is_view:
+            _make_view(outputs[0], args[0])
         if record(ctx, args, outputs):
             ctx._pack_saved(outputs)
         return outputs[0] if single else outputs
+
+
+def _make_view(view: Any, base: Any) -> None:
+    """Let ``view`` share ``base``'s version counter (and root base), as a view does."""
+    view._version_counter = base._version_counter
+    view._base = base._base if base._base is not None else base
+    view._is_inference = base._is_inference
 
 
 def record(ctx: BackwardNode, inputs: tuple[Any, ...], outputs: tuple[Any, ...]) -> bool:

@@ -1,0 +1,46 @@
+"""Each known-wrong variant loses points in its own task and in no other task of its
+assignment (tests/mutants/ lists them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import grade, task_scores
+from .mutants import all_alternatives, all_mutants
+
+MUTANTS = all_mutants()
+ALTERNATIVES = all_alternatives()
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.id for m in MUTANTS])
+def test_mutant_is_caught_by_its_task(mutant, tmp_path):
+    mutant.apply(tmp_path / "submission")
+    score = grade(tmp_path / "submission", tmp_path / "out", "--tasks", mutant.assignment)
+    assert score["_exit"] == 0, score["_stderr"]
+    scores = task_scores(score)
+    got, full = scores[mutant.task]
+    assert got < full, f"{mutant.id} ({mutant.why}) was not caught by task {mutant.task}"
+    others = {tid: s for tid, s in scores.items() if tid != mutant.task and s[0] < s[1]}
+    assert not others, f"{mutant.id} also cost points in {others}: it must only hit {mutant.task}"
+
+
+@pytest.mark.parametrize("alternative", ALTERNATIVES, ids=[m.id for m in ALTERNATIVES])
+def test_correct_alternative_keeps_full_marks(alternative, tmp_path):
+    alternative.apply(tmp_path / "submission")
+    score = grade(tmp_path / "submission", tmp_path / "out", "--tasks", alternative.assignment)
+    assert score["_exit"] == 0, score["_stderr"]
+    lost = {tid: s for tid, s in task_scores(score).items() if s[0] < s[1]}
+    assert not lost, f"{alternative.id} ({alternative.why}) is correct but lost points: {lost}"
+
+
+def test_mutant_ids_are_unique():
+    ids = [m.id for m in MUTANTS + ALTERNATIVES]
+    assert len(ids) == len(set(ids))
+
+
+def test_every_task_has_a_mutant():
+    from graders import rubric
+
+    covered = {m.task for m in MUTANTS}
+    missing = [t.id for t in rubric.load().tasks if t.id not in covered]
+    assert not missing, f"tasks without a known-wrong variant: {missing}"
