@@ -26,7 +26,7 @@ class Task:
 
 @dataclass(frozen=True)
 class Limits:
-    call_timeout_s: float = 10.0
+    call_timeout_s: float = 5.0
     test_budget_s: float = 60.0
     start_timeout_s: float = 30.0
     memory_mb: int = 4096

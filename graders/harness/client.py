@@ -49,18 +49,37 @@ def outcome_from_error(error: dict[str, Any]) -> ProbeOutcome:
     return SubmissionRaised(exc_type, message, detail)
 
 
-class OutputCapture:
-    """Drains the worker's stdout/stderr on a thread, keeping at most ``cap`` bytes."""
+def hang_site(dump: str, submission: Path) -> str:
+    """The submission's frames in a faulthandler dump: where the code was stuck."""
+    root = str(submission)
+    frames = []
+    for line in dump.splitlines():
+        line = line.strip()
+        if line.startswith('File "') and root in line:
+            frames.append("  " + line.replace(root + os.sep, ""))
+    if not frames:
+        return ""
+    # faulthandler prints the innermost frame first
+    return "it was running (innermost first):\n" + "\n".join(frames[:8])
 
-    def __init__(self, stream: Any, cap: int) -> None:
+
+class OutputCapture:
+    """Drains the worker's stdout/stderr on a thread: keeps the first ``cap`` bytes and
+    the last ``tail`` bytes, counts the rest, so endless printing costs nothing."""
+
+    def __init__(self, stream: Any, cap: int, tail: int = 2048) -> None:
         self._stream = stream
         self._cap = cap
+        self._tail_cap = tail
         self._lock = threading.Lock()
-        self._kept: list[bytes] = []
-        self._kept_bytes = 0
-        self._dropped = 0
+        self._reset()
         self._thread = threading.Thread(target=self._drain, daemon=True)
         self._thread.start()
+
+    def _reset(self) -> None:
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._dropped = 0
 
     def _drain(self) -> None:
         fd = self._stream.fileno()
@@ -72,19 +91,25 @@ class OutputCapture:
             if not chunk:
                 return
             with self._lock:
-                room = self._cap - self._kept_bytes
+                room = self._cap - len(self._head)
                 if room > 0:
-                    self._kept.append(chunk[:room])
-                    self._kept_bytes += min(room, len(chunk))
-                self._dropped += max(0, len(chunk) - max(room, 0))
+                    self._head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self._tail += chunk
+                    excess = len(self._tail) - self._tail_cap
+                    if excess > 0:
+                        self._dropped += excess
+                        del self._tail[:excess]
 
     def take(self) -> str:
         """The output kept since the last call, with a note of how much was dropped."""
         with self._lock:
-            text = b"".join(self._kept).decode("utf-8", "replace")
+            text = self._head.decode("utf-8", "replace")
             if self._dropped:
-                text += f"\n[... {self._dropped} more bytes of output dropped]"
-            self._kept, self._kept_bytes, self._dropped = [], 0, 0
+                text += f"\n[... {self._dropped} bytes of output dropped ...]\n"
+            text += self._tail.decode("utf-8", "replace")
+            self._reset()
         return text
 
     def join(self, timeout: float) -> None:
@@ -149,6 +174,15 @@ class _Worker:
 
         return protocol.read_message(self.from_worker, read)
 
+    def dump_stack(self) -> str:
+        """Ask the worker (faulthandler) where it is, then return what it printed."""
+        try:
+            self.proc.send_signal(signal.SIGUSR1)
+        except ProcessLookupError:
+            return ""
+        time.sleep(0.3)
+        return self.capture.take()
+
     def kill(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -199,7 +233,7 @@ class SandboxClient:
         call_timeout: float = 10.0,
         start_timeout: float = 30.0,
         memory_mb: int = 4096,
-        output_cap: int = 16384,
+        output_cap: int = 2048,
     ) -> None:
         self.submission = Path(submission).resolve()
         self.call_timeout = call_timeout
@@ -266,14 +300,18 @@ class SandboxClient:
             worker.send(request)
             reply = worker.receive(deadline)
         except TimeoutError:
+            printed = worker.dump_stack()
+            self._output.append(printed)
+            stack = hang_site(printed, self.submission)
             self._discard_worker(kill=True)
             budget_spent = deadline >= self._test_deadline
             reason = (
                 "the test used up its time budget" if budget_spent
                 else f"no answer within {self.call_timeout:g} s"
             )
-            raise self._poisoned(ProbeTimeout(f"{what}: {reason} (infinite loop or very "
-                                              "slow code?); the worker was stopped")) from None
+            raise self._poisoned(ProbeTimeout(
+                f"{what}: {reason} (an infinite loop or very slow code?); the worker was "
+                "stopped", stack)) from None
         except (EOFError, BrokenPipeError, ConnectionResetError):
             description = self._discard_worker(kill=False)
             raise self._poisoned(WorkerCrashed(
@@ -333,7 +371,7 @@ class InProcessClient:
 
             try:
                 self._tt, self._root = worker.import_submission(str(self.submission))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 error = worker.describe_exception(exc, self._root)
                 error["kind"] = "import"
                 raise outcome_from_error(error) from exc

@@ -48,6 +48,8 @@ def encode(obj: Any) -> bytes:
     buffers: list[bytes] = []
 
     def walk(x: Any) -> Any:
+        if isinstance(x, np.generic):  # before float: np.float64 is a float subclass
+            x = np.asarray(x)
         if x is None or isinstance(x, (bool, str)):
             return x
         if isinstance(x, int):
@@ -56,8 +58,6 @@ def encode(obj: Any) -> bytes:
             if math.isfinite(x):
                 return x
             return {"$float": repr(x)}
-        if isinstance(x, np.generic):
-            x = np.asarray(x)
         if isinstance(x, np.ndarray):
             name = x.dtype.name
             if name not in ALLOWED_DTYPES:

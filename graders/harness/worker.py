@@ -10,10 +10,12 @@ from the protocol pipes.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import importlib.abc
 import os
 import resource
+import signal
 import sys
 import traceback
 from typing import Any
@@ -42,7 +44,7 @@ def install_import_blocker() -> None:
 
 def set_limits(memory_mb: int, file_mb: int) -> None:
     def limit(kind: int, value: int) -> None:
-        soft, hard = resource.getrlimit(kind)
+        _, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         resource.setrlimit(kind, (value, hard))
@@ -99,7 +101,7 @@ def serve(fd_in: int, fd_out: int, submission: str) -> None:
     try:
         tt, root = import_submission(submission)
         import_error = None
-    except BaseException as exc:  # noqa: BLE001 - anything the submission raises on import
+    except BaseException as exc:
         tt, import_error = None, describe_exception(exc, root)
         import_error["kind"] = "import"
     while True:
@@ -117,7 +119,7 @@ def serve(fd_in: int, fd_out: int, submission: str) -> None:
             reply = run_probe(tt, root, probes, request)
         try:
             data = protocol.encode(reply)
-        except Exception as exc:  # noqa: BLE001 - an observation that cannot be sent
+        except Exception as exc:
             data = protocol.encode(
                 {"ok": False, "error": {"kind": "harness", "type": type(exc).__name__,
                                         "message": f"probe result could not be sent: {exc}",
@@ -131,14 +133,14 @@ def serve(fd_in: int, fd_out: int, submission: str) -> None:
 def run_probe(tt: Any, root: str, probes: Any, request: dict[str, Any]) -> dict[str, Any]:
     try:
         fn = probes.resolve(request["probe"])
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"ok": False, "error": {"kind": "harness", "type": type(exc).__name__,
                                        "message": str(exc), "traceback": ""}}
     try:
         probes.reset_state(tt)
         value = fn(tt, *request.get("args", []), **request.get("kwargs", {}))
         return {"ok": True, "value": value}
-    except BaseException as exc:  # noqa: BLE001 - SystemExit from student code included
+    except BaseException as exc:
         return {"ok": False, "error": describe_exception(exc, root)}
     finally:
         sys.stdout.flush()
@@ -155,6 +157,8 @@ def main() -> None:
     args = parser.parse_args()
     set_limits(args.memory_mb, args.file_mb)
     install_import_blocker()
+    # on a deadline the grader sends SIGUSR1 first: the stack shows where the code hung
+    faulthandler.register(signal.SIGUSR1, all_threads=False)
     serve(args.fd_in, args.fd_out, os.path.realpath(args.submission))
 
 

@@ -102,7 +102,7 @@ class GradingPlugin:
             status=status,
             message=_truncate(message),
             duration=round(duration, 3),
-            output=_truncate(output, 4000),
+            output=_truncate(output, 8000),
             description=doc[0] if doc else "",
         ))
 
@@ -113,5 +113,5 @@ class GradingPlugin:
             exc = call.excinfo.value if call.excinfo is not None else None
             try:
                 self._outcomes[item.nodeid] = classify(exc)
-            except Exception as bug:  # noqa: BLE001 - never let one report stop grading
+            except Exception as bug:
                 self._outcomes[item.nodeid] = ("error", f"internal grader error: {bug!r}")

@@ -8,7 +8,7 @@ import numpy as np
 class DType:
     """A tensor element type (``tt.float32`` ...), backed by a NumPy dtype."""
 
-    __slots__ = ("name", "np", "is_floating_point", "itemsize", "_category")
+    __slots__ = ("_category", "is_floating_point", "itemsize", "name", "np")
 
     def __init__(self, name: str, np_dtype: np.dtype, category: int) -> None:
         self.name = name

@@ -30,17 +30,17 @@ class Tensor:
     """
 
     __slots__ = (
-        "data",
-        "_requires_grad",
-        "_grad",
-        "grad_fn",
-        "_output_nr",
-        "_version_counter",
-        "_base",
+        "__weakref__",
         "_backward_hooks",
+        "_base",
+        "_grad",
         "_grad_accumulator",
         "_is_inference",
-        "__weakref__",
+        "_output_nr",
+        "_requires_grad",
+        "_version_counter",
+        "data",
+        "grad_fn",
     )
 
     def __init__(self, data: np.ndarray, requires_grad: bool = False) -> None:

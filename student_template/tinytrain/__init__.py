@@ -1,7 +1,12 @@
 """tinytrain: a small PyTorch-like training framework (import as ``tt``)."""
 
-from . import _tensor_methods  # noqa: F401 - binds operators to Tensor
-from . import autograd, dtypes, nn, ops
+from . import (
+    _tensor_methods,  # noqa: F401 - binds operators to Tensor
+    autograd,
+    dtypes,
+    nn,
+    ops,
+)
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -26,7 +31,6 @@ from .creation import (
 )
 from .dtypes import (
     DType,
-    bool_ as bool,  # noqa: A004 - PyTorch's name
     float16,
     float32,
     float64,
@@ -38,15 +42,18 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
-from .ops import add, exp, matmul, mul, neg, pow, sub, sum  # noqa: A004
+from .dtypes import (
+    bool_ as bool,
+)
+from .ops import add, exp, matmul, mul, neg, pow, sub, sum
 from .random import manual_seed
 from .tensor import Tensor
 
 half = float16
-float = float32  # noqa: A001
+float = float32
 double = float64
 long = int64
-int = int32  # noqa: A001
+int = int32
 
 __all__ = [
     "DType", "Tensor", "add", "arange", "autograd", "bool", "double", "dtypes", "empty",

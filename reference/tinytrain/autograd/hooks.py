@@ -8,7 +8,7 @@ from collections.abc import Callable
 class RemovableHandle:
     """Returned by ``register_hook``; ``remove()`` unregisters the hook (idempotent)."""
 
-    __slots__ = ("_hooks", "_hook")
+    __slots__ = ("_hook", "_hooks")
 
     def __init__(self, hooks: list, hook: Callable) -> None:
         self._hooks = hooks

@@ -18,7 +18,7 @@ class SavedTensor:
     tensor, and the unpack hook turns it back into a tensor when backward needs it.
     """
 
-    __slots__ = ("_tensor", "_packed", "_unpack_hook", "_counter", "_version", "_origin")
+    __slots__ = ("_counter", "_origin", "_packed", "_tensor", "_unpack_hook", "_version")
 
     def __init__(self, tensor: Any, origin: str) -> None:
         if tensor._is_inference:

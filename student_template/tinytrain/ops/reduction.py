@@ -32,6 +32,6 @@ class Sum(Function):
         return np.broadcast_to(grad, ctx.shape).copy()
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Sum over ``dim`` (all elements when None)."""
     return Sum.apply(input, dim, keepdim)

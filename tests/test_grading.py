@@ -1,0 +1,108 @@
+"""The grader on the reference (full marks), the template (zero, all not_implemented), and
+the properties of its output files: schema, Gradescope format, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from graders import rubric
+
+from .conftest import REFERENCE, ROOT, TEMPLATE, grade, statuses
+from .mutants import all_mutants
+
+SCHEMA = json.loads((ROOT / "graders" / "schema" / "score.schema.json").read_text())
+RUBRIC = rubric.load()
+
+
+def _strip(score: dict) -> dict:
+    return {k: v for k, v in score.items() if not k.startswith("_")}
+
+
+def _without_timings(score: dict) -> dict:
+    clean = _strip(score)
+    clean = json.loads(json.dumps(clean))
+    clean.pop("duration")
+    for task in clean["tasks"]:
+        for test in task["tests"]:
+            test.pop("duration")
+    return clean
+
+
+def test_reference_scores_full_marks(reference_score):
+    assert reference_score["_exit"] == 0, reference_score["_stderr"]
+    failing = [(t["id"], x["name"], x["message"][:300]) for t in reference_score["tasks"]
+               for x in t["tests"] if x["status"] != "passed"]
+    assert not failing
+    assert reference_score["score"] == reference_score["max_score"] == sum(
+        t.points for t in RUBRIC.tasks)
+
+
+def test_every_task_has_tests(reference_score):
+    empty = [t["id"] for t in reference_score["tasks"] if t["total"] == 0]
+    assert not empty
+
+
+def test_template_scores_zero_and_every_test_is_not_implemented(template_score):
+    assert template_score["_exit"] == 0, template_score["_stderr"]
+    assert template_score["score"] == 0
+    assert set(statuses(template_score)) == {"not_implemented"}
+    for task in template_score["tasks"]:
+        for test in task["tests"]:
+            assert "NotImplementedError: task " in test["message"], test
+
+
+def test_score_files_follow_their_schemas(reference_score, template_score):
+    for score in (reference_score, template_score):
+        jsonschema.validate(_strip(score), SCHEMA)
+
+
+def test_test_names_are_unique_within_each_task(reference_score):
+    for task in reference_score["tasks"]:
+        names = [t["name"] for t in task["tests"]]
+        assert len(names) == len(set(names)), task["id"]
+
+
+def test_gradescope_results(tmp_path):
+    score = grade(REFERENCE, tmp_path, "--tasks", "1.1,1.3")
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["score"] == pytest.approx(score["score"])
+    assert set(results) >= {"score", "tests", "output", "visibility", "execution_time"}
+    total_max = 0.0
+    for test in results["tests"]:
+        assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
+        assert test["status"] in ("passed", "failed")
+        assert test["visibility"] in rubric.VISIBILITIES
+        total_max += test["max_score"]
+    assert total_max == pytest.approx(score["max_score"], abs=1e-3)
+
+
+def test_regrade_is_identical_and_the_seed_changes_the_examples(tmp_path):
+    mutant = next(m for m in all_mutants() if m.id == "shared-parameter-one-path")
+    mutant.apply(tmp_path / "sub")
+    first = grade(tmp_path / "sub", tmp_path / "a", "--tasks", "1.2")
+    second = grade(tmp_path / "sub", tmp_path / "b", "--tasks", "1.2")
+    other_seed = grade(tmp_path / "sub", tmp_path / "c", "--tasks", "1.2", "--seed", "7")
+    assert _without_timings(first) == _without_timings(second)
+    messages = [t["message"] for t in first["tasks"][0]["tests"]]
+    other = [t["message"] for t in other_seed["tasks"][0]["tests"]]
+    assert messages != other, "--seed should draw other examples"
+
+
+def test_in_process_mode_gives_the_same_scores(tmp_path):
+    sandboxed = grade(REFERENCE, tmp_path / "a", "--tasks", "1")
+    in_process = grade(REFERENCE, tmp_path / "b", "--tasks", "1", "--no-sandbox")
+    template = grade(TEMPLATE, tmp_path / "c", "--tasks", "1", "--no-sandbox")
+    assert in_process["score"] == sandboxed["score"] == in_process["max_score"]
+    assert in_process["sandbox"] is False
+    assert template["score"] == 0
+    assert set(statuses(template)) == {"not_implemented"}
+
+
+def test_task_selection_by_task_and_assignment(tmp_path):
+    score = grade(REFERENCE, tmp_path / "a", "--tasks", "1.2,1.4")
+    assert [t["id"] for t in score["tasks"]] == ["1.2", "1.4"]
+    score = grade(REFERENCE, tmp_path / "b", "--tasks", "1")
+    assert [t["id"] for t in score["tasks"]] == [t.id for t in RUBRIC.tasks if t.assignment == "1"]
