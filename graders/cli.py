@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from . import rubric as rubric_module
-from .report import build_score, error_score
+from .report import Score, build_score, error_score
+from .report.classroom import classroom_json
 from .report.console import render
 from .report.gradescope import results_json
 from .runner.run import GradingError, run_suites
@@ -26,7 +27,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Grade a tinytrain submission against PyTorch.",
     )
     parser.add_argument("submission", help="folder that contains the tinytrain/ package")
-    parser.add_argument("--out", default=".", help="folder for score.json and results.json")
+    parser.add_argument("--out", default=".",
+                        help="folder for score.json, results.json (Gradescope) and "
+                             "classroom.json (GitHub Classroom)")
     parser.add_argument("--tasks", help="only these tasks or assignments, e.g. 1.2,1.3 or 2")
     parser.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
     parser.add_argument("--profile", choices=["default", "thorough"], default="default",
@@ -37,9 +40,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def write_outputs(out: Path, score: object) -> None:
+def write_outputs(out: Path, score: Score) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for name, payload in (("score.json", score.to_json()), ("results.json", results_json(score))):
+    files = {"score.json": score.to_json(), "results.json": results_json(score),
+             "classroom.json": classroom_json(score)}
+    for name, payload in files.items():
         tmp = out / f".{name}.tmp"
         tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
         os.replace(tmp, out / name)
@@ -74,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                         **common)
     write_outputs(out, score)
     print(render(score, verbose=args.verbose))
-    print(f"\nwrote {out / 'score.json'} and {out / 'results.json'}")
+    print(f"\nwrote score.json, results.json and classroom.json to {out}")
     return EXIT_GRADED
 
 

@@ -77,6 +77,11 @@ def test_gradescope_results(tmp_path):
         assert test["visibility"] in rubric.VISIBILITIES
         total_max += test["max_score"]
     assert total_max == pytest.approx(score["max_score"], abs=1e-3)
+    classroom = json.loads((tmp_path / "classroom.json").read_text())
+    assert classroom["version"] == 1 and classroom["status"] == "pass"
+    assert classroom["max_score"] == score["max_score"]
+    assert sum(t["score"] for t in classroom["tests"]) == pytest.approx(score["score"], abs=1e-3)
+    assert {t["status"] for t in classroom["tests"]} == {"pass"}
 
 
 def test_regrade_is_identical_and_the_seed_changes_the_examples(tmp_path):
@@ -106,3 +111,25 @@ def test_task_selection_by_task_and_assignment(tmp_path):
     assert [t["id"] for t in score["tasks"]] == ["1.2", "1.4"]
     score = grade(REFERENCE, tmp_path / "b", "--tasks", "1")
     assert [t["id"] for t in score["tasks"]] == [t.id for t in RUBRIC.tasks if t.assignment == "1"]
+
+
+def test_gradescope_entry_point(tmp_path):
+    """deploy/gradescope/run_autograder grades /autograder/submission into results/."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = tmp_path / "autograder"
+    shutil.copytree(REFERENCE / "tinytrain", root / "submission" / "tinytrain")
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHONPATH": str(ROOT),
+           "GRADER_BIN": str(tmp_path / "bin")}
+    (tmp_path / "bin").mkdir()
+    shim = tmp_path / "bin" / "tinytrain-grade"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} -m graders.cli \"$@\" --tasks 1.1\n")
+    shim.chmod(0o755)
+    proc = subprocess.run([str(ROOT / "deploy" / "gradescope" / "run_autograder")], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == RUBRIC.task("1.1").points
