@@ -112,3 +112,22 @@ class enable_grad""",
         why="detach() copies the data and gets a new version counter instead of sharing",
     ),
 ]
+
+ALTERNATIVES = [
+    Mutant(
+        id="breadth-first-engine",
+        task="1.2",
+        file="autograd/engine.py",
+        find="        node = ready.pop()\n",
+        replace="        node = ready.pop(0)\n",
+        why="runs ready nodes first-in first-out: another valid topological order",
+    ),
+    Mutant(
+        id="out-of-place-accumulation",
+        task="1.2",
+        file="autograd/function.py",
+        find="        leaf._grad.data += grad",
+        replace="        leaf._grad = Tensor(leaf._grad.data + grad)",
+        why="accumulates into a new .grad tensor instead of in place",
+    ),
+]
