@@ -45,7 +45,9 @@ class Tensor:
 
     def __init__(self, data: np.ndarray, requires_grad: bool = False) -> None:
         if not isinstance(data, np.ndarray):
-            raise TypeError("Tensor() takes a NumPy array; use tinytrain.tensor() for other data")
+            if not isinstance(data, np.generic):  # NumPy scalars come from 0-d arithmetic
+                raise TypeError("Tensor() takes a NumPy array; use tinytrain.tensor() for other data")
+            data = np.asarray(data)
         self.data = data
         self._requires_grad = False
         self._grad: Tensor | None = None

@@ -199,7 +199,7 @@ class Function:
         ctx = cls._backward_cls()
         result = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(result, tuple)
-        outputs = tuple(Tensor(np.asarray(r)) for r in ((result,) if single else result))
+        outputs = tuple(Tensor(r) for r in ((result,) if single else result))
         if cls.is_view:
             _make_view(outputs[0], args[0])
         if record(ctx, args, outputs):
