@@ -1,7 +1,7 @@
 """tinytrain: a small PyTorch-like training framework (import as ``tt``)."""
 
 from . import _tensor_methods  # noqa: F401 - binds operators to Tensor
-from . import autograd, dtypes, nn, ops
+from . import autograd, data, dtypes, nn, ops, optim
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -39,7 +39,7 @@ from .dtypes import (
     uint8,
 )
 from .ops import add, exp, matmul, mul, neg, pow, sub, sum  # noqa: A004
-from .random import manual_seed
+from .random import Generator, manual_seed, randperm
 from .tensor import Tensor
 
 half = float16
@@ -49,11 +49,13 @@ long = int64
 int = int32  # noqa: A001
 
 __all__ = [
-    "DType", "Tensor", "add", "arange", "autograd", "bool", "double", "dtypes", "empty",
+    "DType", "Generator", "Tensor", "add", "arange", "autograd", "bool", "data", "double",
+    "dtypes", "empty",
     "enable_grad", "exp", "float", "float16", "float32", "float64", "from_numpy", "full",
     "get_default_dtype", "half", "inference_mode", "int", "int8", "int16", "int32", "int64",
     "is_grad_enabled", "is_inference_mode_enabled", "long", "manual_seed", "matmul", "mul",
     "neg", "nn", "no_grad", "ones", "ones_like", "ops", "pow", "rand", "randint", "randn",
+    "optim", "randperm",
     "set_default_dtype", "set_grad_enabled", "sub", "sum", "tensor", "uint8", "zeros",
     "zeros_like",
 ]
