@@ -117,7 +117,7 @@ def toy_state_dict(tt: Any, groups: list[dict[str, Any]], grads: list[list[Any]]
     opt = toy_class(tt)(param_groups, lr=0.1, decay=0.5)
     _run(tt, opt, params, grads)
     if extra_group is not None:
-        extra, [group] = _params(tt, [extra_group])
+        _, [group] = _params(tt, [extra_group])
         opt.add_param_group(group)
     return _plain_state_dict(opt.state_dict())
 
@@ -129,8 +129,8 @@ def toy_resume(tt: Any, groups: list[dict[str, Any]], before: list[list[Any]],
     lr and decay) over copies of the parameters (in float64 when asked), then run the new
     one for the ``after`` steps."""
     params, param_groups = _params(tt, groups)
-    Toy = toy_class(tt)
-    first = Toy(param_groups, lr=0.1, decay=0.5)
+    toy = toy_class(tt)
+    first = toy(param_groups, lr=0.1, decay=0.5)
     _run(tt, first, params, before)
     saved = first.state_dict()
     dtype = np.float64 if float64 else np.float32
@@ -140,7 +140,7 @@ def toy_resume(tt: Any, groups: list[dict[str, Any]], before: list[list[Any]],
                for p in group["params"]]
         copies.extend(new)
         copy_groups.append({"params": new})
-    second = Toy(copy_groups, lr=0.7, decay=0.9)
+    second = toy(copy_groups, lr=0.7, decay=0.9)
     second.load_state_dict(saved)
     loaded = {
         "hyper": [[g["lr"], g["decay"]] for g in second.param_groups],
@@ -156,12 +156,12 @@ def toy_resume(tt: Any, groups: list[dict[str, Any]], before: list[list[Any]],
 @probe
 def load_state_dict_errors(tt: Any) -> dict[str, Any]:
     """Loading a state_dict with another number of groups, or another group size."""
-    Toy = toy_class(tt)
+    toy = toy_class(tt)
 
     def make(sizes: list[int]) -> Any:
         groups = [{"params": [tt.nn.Parameter(tt.tensor(np.zeros(2, np.float32)))
                               for _ in range(n)]} for n in sizes]
-        return Toy(groups)
+        return toy(groups)
 
     saved = make([1, 2]).state_dict()
     return {

@@ -82,7 +82,7 @@ def module_specs(draw: Any, max_depth: int = 3, links: bool = True) -> dict[str,
     blocks = [(p, n) for p, n in nodes if n["kind"] == "block"]
     params = [f"{p}.{name}" if p else name
               for p, n in blocks for name, value in n["params"] if value is not None]
-    for path, node in blocks:
+    for _, node in blocks:
         if params and draw(st.integers(0, 3)) == 0:
             node["ties"] = [["tied", draw(st.sampled_from(params))]]
     # a block shares a childless block that shares nothing itself: no cycles

@@ -24,8 +24,9 @@ def _check(submission, kind, args, lrs, n_steps):
     expected = oracle.schedule(kind, args, lrs, n_steps)
     call = {"StepLR": "StepLR", "LambdaLR": "LambdaLR",
             "cosine": "get_cosine_schedule_with_warmup"}[kind]
-    case = (f"opt = tt.optim.SGD(one group per lr in {lrs}); sched = "
-            f"tt.optim.lr_scheduler.{call}(opt, {', '.join(f'{k}={v!r}' for k, v in args.items())})")
+    arguments = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    case = (f"opt = tt.optim.SGD(one group per lr in {lrs}); "
+            f"sched = tt.optim.lr_scheduler.{call}(opt, {arguments})")
     for key, label in (("lrs", "group lrs"), ("last_lr", "sched.get_last_lr()")):
         for i, (g, e) in enumerate(zip(got[key], expected[key], strict=True)):
             when = "after construction" if i == 0 else f"after {i} sched.step() calls"

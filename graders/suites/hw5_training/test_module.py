@@ -18,7 +18,8 @@ from graders.suites._support import examples, task
 
 
 def _model(spec: dict[str, Any]) -> str:
-    return "the model, built as\n" + "\n".join("    " + line for line in describe(spec).splitlines())
+    lines = describe(spec).splitlines()
+    return "the model, built as\n" + "\n".join("    " + line for line in lines)
 
 
 @task("5.1")
