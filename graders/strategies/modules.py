@@ -112,7 +112,7 @@ def describe(spec: dict[str, Any]) -> str:
     """The model as tinytrain-like pseudo-code, for failure messages."""
     lines = []
     for path, node in walk(spec):
-        where = path or "model"
+        where = f"model.{path}" if path else "model"
         if node["kind"] != "block":
             kind = {"seq": "Sequential", "list": "ModuleList", "dict": "ModuleDict"}[node["kind"]]
             lines.append(f"{where} = {kind}(...)  # children {[n for n, _ in node['children']]}")
@@ -127,7 +127,9 @@ def describe(spec: dict[str, Any]) -> str:
             lines.append(f"{where}.register_buffer({name!r}, {shape}, persistent={persistent})")
     for path, node in walk(spec):
         for name, target in node.get("ties", []):
-            lines.append(f"{path or 'model'}.{name} = model.{target}  # tied parameter")
+            where = f"model.{path}" if path else "model"
+            lines.append(f"{where}.{name} = model.{target}  # tied parameter")
         for name, target in node.get("shares", []):
-            lines.append(f"{path or 'model'}.{name} = model.{target}  # shared submodule")
+            where = f"model.{path}" if path else "model"
+            lines.append(f"{where}.{name} = model.{target}  # shared submodule")
     return "\n".join(lines)
