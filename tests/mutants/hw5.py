@@ -58,6 +58,45 @@ MUTANTS = [
         replace="                if head not in self._modules and head not in local and False:",
         why="load_state_dict never reports unexpected keys",
     ),
+    Mutant(
+        id="apply-parent-first",
+        task="5.1",
+        file="nn/module.py",
+        find="""        for module in self.children():
+            module.apply(fn)
+        fn(self)""",
+        replace="""        fn(self)
+        for module in self.children():
+            module.apply(fn)""",
+        why="apply() calls fn on the module before its children",
+    ),
+    Mutant(
+        id="module-zero-grad-always-none",
+        task="5.1",
+        file="nn/module.py",
+        find="            if set_to_none:\n                param.grad = None",
+        replace="            if True:\n                param.grad = None",
+        why="Module.zero_grad(set_to_none=False) still drops the gradients",
+    ),
+    Mutant(
+        id="to-casts-integer-buffers",
+        task="5.1",
+        file="nn/module.py",
+        find='a.astype(target) if a.dtype.kind == "f" else a',
+        replace="a.astype(target)",
+        why="to(float64) also converts integer buffers",
+    ),
+    Mutant(
+        id="sequential-del-keeps-names",
+        task="5.1",
+        file="nn/container.py",
+        find="""            delattr(self, list(self._modules)[_index(idx, len(self))])
+        # renumber, as PyTorch does
+        object.__setattr__(self, "_modules",
+                           {str(i): m for i, m in enumerate(self._modules.values())})""",
+        replace="""            delattr(self, list(self._modules)[_index(idx, len(self))])""",
+        why="del seq[i] leaves a gap in the names instead of renumbering 0, 1, ...",
+    ),
     # ----- 5.2 Optimizer base ----------------------------------------------------------
     Mutant(
         id="optimizer-zero-grad-always-none",
@@ -95,6 +134,16 @@ MUTANTS = [
         replace="",
         why="load_state_dict restores the state but not the groups' hyperparameters",
     ),
+    Mutant(
+        id="optimizer-load-no-group-count-check",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="""        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+""",
+        replace="",
+        why="a state_dict with another number of groups is not refused with PyTorch's error",
+    ),
     # ----- 5.3 SGD ---------------------------------------------------------------------
     Mutant(
         id="sgd-momentum-buffer-init-dampened",
@@ -120,6 +169,22 @@ MUTANTS = [
         replace="                param.data -= lr * (grad + (weight_decay * param.data if momentum "
                 "else 0))\n",
         why="with momentum, weight decay is applied twice (also after the momentum buffer)",
+    ),
+    Mutant(
+        id="sgd-maximize-inverted",
+        task="5.3",
+        file="optim/sgd.py",
+        find='                if group["maximize"]:',
+        replace='                if not group["maximize"]:',
+        why="maximize is inverted: plain SGD climbs the gradient",
+    ),
+    Mutant(
+        id="sgd-momentum-buffer-not-kept",
+        task="5.3",
+        file="optim/sgd.py",
+        find='buf = state.get("momentum_buffer")',
+        replace="buf = None",
+        why="the momentum buffer restarts from the gradient at every step",
     ),
     # ----- 5.4 Adam / AdamW --------------------------------------------------------------
     Mutant(
@@ -173,6 +238,16 @@ MUTANTS = [
         replace="            return float(step + 1) / float(max(1, num_warmup_steps))",
         why="the warmup starts at lr / warmup instead of 0",
     ),
+    Mutant(
+        id="lambda-lr-chains",
+        task="5.5",
+        file="optim/lr_scheduler.py",
+        find="""        return [base_lr * fn(self.last_epoch)
+                for fn, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]""",
+        replace="""        return [group["lr"] * fn(self.last_epoch) for fn, group in
+                zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]""",
+        why="LambdaLR multiplies the current lr instead of the base lr",
+    ),
     # ----- 5.6 data ----------------------------------------------------------------------
     Mutant(
         id="shuffle-ignores-seed",
@@ -218,6 +293,34 @@ MUTANTS = [
         find="        return Tensor(np.array(batch, dtype=np.float64))",
         replace="        return Tensor(np.array(batch, dtype=np.float32))",
         why="Python floats collate to float32 (torch makes float64)",
+    ),
+    Mutant(
+        id="collate-bools-as-ints",
+        task="5.6",
+        file="data/dataloader.py",
+        find="""    if isinstance(elem, bool):
+        return Tensor(np.array(batch, dtype=np.bool_))
+""",
+        replace="",
+        why="Python bools collate to an int64 tensor (torch makes a bool tensor)",
+    ),
+    Mutant(
+        id="split-no-sum-check",
+        task="5.6",
+        file="data/dataset.py",
+        find="""    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+""",
+        replace="",
+        why="random_split accepts lengths that do not add up to the dataset size",
+    ),
+    Mutant(
+        id="split-no-fractions",
+        task="5.6",
+        file="data/dataset.py",
+        find="    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:",
+        replace="    if False:",
+        why="random_split takes only sizes: fractions such as [0.8, 0.1, 0.1] are refused",
     ),
     # ----- 5.7 early stopping ------------------------------------------------------------
     Mutant(
