@@ -3,9 +3,11 @@
 from . import (
     _tensor_methods,  # noqa: F401 - binds operators to Tensor
     autograd,
+    data,
     dtypes,
     nn,
     ops,
+    optim,
 )
 from .autograd import (
     enable_grad,
@@ -46,7 +48,7 @@ from .dtypes import (
     bool_ as bool,
 )
 from .ops import add, exp, matmul, mul, neg, pow, sub, sum
-from .random import manual_seed
+from .random import Generator, manual_seed, randperm
 from .tensor import Tensor
 
 half = float16
@@ -56,11 +58,57 @@ long = int64
 int = int32
 
 __all__ = [
-    "DType", "Tensor", "add", "arange", "autograd", "bool", "double", "dtypes", "empty",
-    "enable_grad", "exp", "float", "float16", "float32", "float64", "from_numpy", "full",
-    "get_default_dtype", "half", "inference_mode", "int", "int8", "int16", "int32", "int64",
-    "is_grad_enabled", "is_inference_mode_enabled", "long", "manual_seed", "matmul", "mul",
-    "neg", "nn", "no_grad", "ones", "ones_like", "ops", "pow", "rand", "randint", "randn",
-    "set_default_dtype", "set_grad_enabled", "sub", "sum", "tensor", "uint8", "zeros",
+    "DType",
+    "Generator",
+    "Tensor",
+    "add",
+    "arange",
+    "autograd",
+    "bool",
+    "data",
+    "double",
+    "dtypes",
+    "empty",
+    "enable_grad",
+    "exp",
+    "float",
+    "float16",
+    "float32",
+    "float64",
+    "from_numpy",
+    "full",
+    "get_default_dtype",
+    "half",
+    "inference_mode",
+    "int",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "long",
+    "manual_seed",
+    "matmul",
+    "mul",
+    "neg",
+    "nn",
+    "no_grad",
+    "ones",
+    "ones_like",
+    "ops",
+    "optim",
+    "pow",
+    "rand",
+    "randint",
+    "randn",
+    "randperm",
+    "set_default_dtype",
+    "set_grad_enabled",
+    "sub",
+    "sum",
+    "tensor",
+    "uint8",
+    "zeros",
     "zeros_like",
 ]

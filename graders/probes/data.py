@@ -1,0 +1,127 @@
+"""Probes for tasks 5.6 (data loading) and 5.7 (early stopping)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import probe
+from ._observe import array, raised
+
+
+def _describe(batch: Any) -> Any:
+    """A batch as plain data: tensors become ["tensor", dtype, values]."""
+    if hasattr(batch, "data") and isinstance(batch.data, np.ndarray):
+        return ["tensor", batch.data.dtype.name, array(batch)]
+    if isinstance(batch, dict):
+        return ["dict", [[str(k), _describe(v)] for k, v in batch.items()]]
+    if isinstance(batch, (list, tuple)):
+        return [type(batch).__name__, [_describe(v) for v in batch]]
+    if isinstance(batch, (str, int, float)):
+        return ["value", batch]
+    return ["other", type(batch).__name__]
+
+
+@probe
+def batches(tt: Any, x: np.ndarray, y: np.ndarray, batch_size: int,
+            drop_last: bool) -> dict[str, Any]:
+    """DataLoader(TensorDataset(x, y), batch_size, drop_last=...) without shuffling."""
+    ds = tt.data.TensorDataset(tt.tensor(x), tt.tensor(y))
+    loader = tt.data.DataLoader(ds, batch_size=batch_size, drop_last=drop_last)
+    return {
+        "len(dataset)": len(ds),
+        "dataset[1]": _describe(ds[1]),
+        "len(loader)": len(loader),
+        "batches": [_describe(b) for b in loader],
+    }
+
+
+def _samples(kind: str, i: int, tt: Any) -> Any:
+    vec = tt.tensor(np.arange(3, dtype=np.float32) + i)
+    if kind == "tuple":
+        return (vec, i / 2, i)
+    if kind == "dict":
+        return {"x": vec, "label": i % 3, "name": f"s{i}", "flag": i % 2 == 0}
+    if kind == "nested":
+        return [i, [float(i), 2.0 * i], np.full(2, i, np.int32)]
+    raise ValueError(kind)
+
+
+@probe
+def collate(tt: Any, kind: str, n: int, batch_size: int) -> list[Any]:
+    """Batches of a Dataset of structured samples (see ``_samples``), default collation."""
+
+    class Structured(tt.data.Dataset):
+        def __getitem__(self, i: int) -> Any:
+            return _samples(kind, i, tt)
+
+        def __len__(self) -> int:
+            return n
+
+    return [_describe(b) for b in tt.data.DataLoader(Structured(), batch_size=batch_size)]
+
+
+def _orders(loader: Any, epochs: int) -> list[list[list[int]]]:
+    return [[[int(v) for v in batch[0].data.reshape(-1)] for batch in loader]
+            for _ in range(epochs)]
+
+
+@probe
+def shuffle_orders(tt: Any, n: int, batch_size: int, drop_last: bool, seeds: list[int],
+                   global_seeds: list[int]) -> dict[str, Any]:
+    """The sample indices each batch holds, epoch by epoch, for shuffled loaders over
+    TensorDataset(arange(n)): with a tt.Generator per seed (twice, fresh generators), and
+    with the global generator after tt.manual_seed(seed); and without shuffling."""
+    ds = tt.data.TensorDataset(tt.tensor(np.arange(n, dtype=np.int64)))
+
+    def loader(**kwargs: Any) -> Any:
+        return tt.data.DataLoader(ds, batch_size=batch_size, drop_last=drop_last, **kwargs)
+
+    out: dict[str, Any] = {"by_seed": [], "by_seed_again": [], "global": [], "global_again": []}
+    for seed in seeds:
+        for key in ("by_seed", "by_seed_again"):
+            gen = tt.Generator().manual_seed(seed)
+            out[key].append(_orders(loader(shuffle=True, generator=gen), 2))
+    for seed in global_seeds:
+        for key in ("global", "global_again"):
+            tt.manual_seed(seed)
+            out[key].append(_orders(loader(shuffle=True), 1))
+    out["no_shuffle"] = _orders(loader(shuffle=False), 1)
+    out["len(loader)"] = len(loader(shuffle=True))
+    return out
+
+
+@probe
+def split(tt: Any, n: int, lengths: list[Any], seeds: list[int]) -> dict[str, Any]:
+    """random_split(TensorDataset(10 * arange(n)), lengths, generator per seed): each
+    subset's len, .indices and items; twice per seed."""
+    ds = tt.data.TensorDataset(tt.tensor(np.arange(n, dtype=np.int64) * 10))
+
+    def run(seed: int) -> list[dict[str, Any]]:
+        subsets = tt.data.random_split(ds, lengths, generator=tt.Generator().manual_seed(seed))
+        return [{
+            "len": len(s),
+            "indices": [int(i) for i in s.indices],
+            "items": [int(s[i][0].item()) for i in range(len(s))],
+        } for s in subsets]
+
+    return {"first": [run(s) for s in seeds], "again": [run(s) for s in seeds]}
+
+
+@probe
+def split_errors(tt: Any, n: int, lengths: list[Any]) -> dict[str, Any]:
+    ds = tt.data.TensorDataset(tt.tensor(np.arange(n, dtype=np.int64)))
+    return raised(lambda: tt.data.random_split(ds, lengths))
+
+
+@probe
+def early_stopping(tt: Any, values: list[float], options: dict[str, Any]) -> dict[str, Any]:
+    """EarlyStopping(**options).step(v) for each value: [returned, best, num_bad_epochs]."""
+    stopper = tt.data.EarlyStopping(**options)
+    seen = []
+    for value in values:
+        stop = stopper.step(value)
+        seen.append([bool(stop), float(stopper.best), int(stopper.num_bad_epochs)])
+    best_epoch = stopper.best_epoch
+    return {"steps": seen, "best_epoch": None if best_epoch is None else int(best_epoch)}

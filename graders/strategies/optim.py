@@ -1,0 +1,87 @@
+"""Optimizer runs: hyperparameters, parameter groups and gradient sequences.
+
+Values are float32. Gradient entries stay within [-10, 10] and parameters within
+[-30, 30], so the float32 rounding differences between a NumPy implementation and
+torch's kernels stay far below the comparison tolerance (see the optimizer tests).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+SHAPES = [(), (3,), (2, 3)]
+
+
+def _array(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    return np.clip(rng.standard_normal(shape) * scale, -10, 10).astype(np.float32)
+
+
+def _maybe(draw: Any, value: Any, strategy: Any) -> Any:
+    """``value`` (the default-like choice) or a drawn one, half the time each."""
+    return value if draw(st.booleans()) else draw(strategy)
+
+
+@st.composite
+def sgd_options(draw: Any) -> dict[str, Any]:
+    momentum = _maybe(draw, 0.0, st.floats(0.1, 0.95))
+    nesterov = momentum > 0 and draw(st.booleans())
+    return {
+        "lr": draw(st.floats(1e-3, 1.0)),
+        "momentum": momentum,
+        "dampening": 0.0 if nesterov else _maybe(draw, 0.0, st.floats(0.1, 0.9)),
+        "weight_decay": _maybe(draw, 0.0, st.floats(1e-3, 0.5)),
+        "nesterov": nesterov,
+        "maximize": draw(st.booleans()),
+    }
+
+
+@st.composite
+def adam_options(draw: Any, adamw: bool = False) -> dict[str, Any]:
+    return {
+        "lr": draw(st.floats(1e-4, 0.1)),
+        "betas": (_maybe(draw, 0.9, st.floats(0.0, 0.99)),
+                  _maybe(draw, 0.999, st.floats(0.9, 0.9999))),
+        "eps": _maybe(draw, 1e-8, st.floats(1e-8, 1e-2)),
+        "weight_decay": _maybe(draw, 1e-2 if adamw else 0.0, st.floats(1e-3, 0.5)),
+        "amsgrad": draw(st.booleans()),
+        "maximize": draw(st.booleans()),
+    }
+
+
+OPTIONS = {"SGD": sgd_options(), "Adam": adam_options(), "AdamW": adam_options(adamw=True)}
+
+
+@st.composite
+def runs(draw: Any, kind: str, max_steps: int = 6) -> dict[str, Any]:
+    """``{"kind", "options", "groups", "grads"}``: one or two parameter groups (the second
+    with its own hyperparameters half the time) and a gradient per parameter per step,
+    None now and then (that parameter is skipped at that step)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    options = draw(OPTIONS[kind])
+    groups = []
+    shapes = []
+    for g in range(draw(st.integers(1, 2))):
+        group_shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=1, max_size=2))
+        shapes.extend(group_shapes)
+        scale = 10 ** rng.uniform(-1, 0.5)
+        group: dict[str, Any] = {"params": [_array(rng, s, scale) for s in group_shapes]}
+        if g and draw(st.booleans()):
+            group["options"] = draw(OPTIONS[kind])
+        groups.append(group)
+    grad_scale = 10 ** rng.uniform(-2, 0.5)
+    grads = [[None if rng.random() < 0.15 else _array(rng, s, grad_scale) for s in shapes]
+             for _ in range(draw(st.integers(1, max_steps)))]
+    return {"kind": kind, "options": options, "groups": groups, "grads": grads}
+
+
+def fixed_run(kind: str, options: dict[str, Any], steps: int = 5, seed: int = 0) -> dict[str, Any]:
+    """A deterministic run with two parameters; the second has no gradient at step 2."""
+    rng = np.random.default_rng(seed)
+    shapes = [(3,), (2, 3)]
+    grads = [[_array(rng, s, 1.0) for s in shapes] for _ in range(steps)]
+    grads[min(2, steps - 1)][1] = None
+    return {"kind": kind, "options": options,
+            "groups": [{"params": [_array(rng, s, 1.0) for s in shapes]}], "grads": grads}

@@ -1,0 +1,125 @@
+"""Task 5.2: the Optimizer base class: zero_grad, state_dict and load_state_dict, graded
+with a small optimizer of the probes' own (``Toy``: trace = decay * trace + grad,
+p -= lr * trace) so that this task does not depend on SGD or Adam."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.optim import assert_run_matches
+from graders.oracle import optim as oracle
+from graders.strategies.optim import SHAPES
+from graders.suites._support import examples, task
+
+TOY = ("Toy, defined in graders/probes/optim.py: state['step'] += 1; "
+       "trace = decay * trace + grad; p -= lr * trace")
+
+
+@st.composite
+def _toy_run(draw, max_steps=4):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    groups, shapes = [], []
+    for g in range(draw(st.integers(1, 3))):
+        group_shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=1, max_size=2))
+        shapes.extend(group_shapes)
+        group = {"params": [rng.standard_normal(s).astype(np.float32) for s in group_shapes]}
+        if g and draw(st.booleans()):
+            group["options"] = {"lr": draw(st.floats(0.01, 1.0))}
+        groups.append(group)
+    # some parameters never get a gradient, so they never get state
+    never = {i for i in range(len(shapes)) if rng.random() < 0.25}
+
+    def grads(n):
+        return [[None if i in never or rng.random() < 0.2 else
+                 rng.standard_normal(s).astype(np.float32) for i, s in enumerate(shapes)]
+                for _ in range(n)]
+
+    return groups, grads(draw(st.integers(1, max_steps))), grads(draw(st.integers(1, max_steps)))
+
+
+@task("5.2")
+def test_zero_grad(submission):
+    """optimizer.zero_grad() sets every grad of every group to None; with
+    set_to_none=False it zeroes the same gradient tensors in place."""
+    got = submission.call("optim.zero_grad", [[3], [2, 2], [1]])
+    assert_equal(got["set_to_none"], [True, True, True],
+                 what="p.grad is None after opt.zero_grad(), for each parameter")
+    for i, (z, shape) in enumerate(zip(got["zeros"], [(3,), (2, 2), (1,)], strict=True)):
+        assert_close(z, np.zeros(shape, np.float32),
+                     what=f"parameter #{i} grad after opt.zero_grad(set_to_none=False)")
+    assert_equal(got["same_objects"], [True, True, True],
+                 what="zero_grad(set_to_none=False) keeps each grad tensor (zeroes it in place)")
+    for i, p in enumerate(got["params_unchanged"]):
+        assert_close(p, np.ones_like(p), what=f"parameter #{i} value (zero_grad must not "
+                                              "touch parameters)")
+
+
+@task("5.2")
+@settings(max_examples=examples(25))
+@given(case=_toy_run(), extra=st.booleans())
+def test_state_dict_matches_torch(submission, case, extra):
+    """state_dict(): "state" keyed by each parameter's position (ints, counted across
+    groups), only for parameters that have state; "param_groups" with each group's
+    hyperparameters and "params" as positions; add_param_group extends the numbering."""
+    groups, grads, _ = case
+    extra_group = {"params": [np.zeros(2, np.float32)], "options": {"lr": 0.3}} if extra else None
+    got = submission.call("optim.toy_state_dict", groups, grads, extra_group)
+    expected = oracle.toy_state_dict(groups, grads, extra_group)
+    what = f"state_dict() of {TOY}, after {len(grads)} steps" + \
+        (" and add_param_group({'params': [p], 'lr': 0.3})" if extra else "")
+    assert_equal(sorted(got["state_keys"]), sorted(expected["state_keys"]),
+                 what=f"{what}: [type, value] of the keys of sd['state']")
+    for key, state in expected["state"].items():
+        assert_equal(sorted(got["state"][key]), sorted(state),
+                     what=f"{what}: keys of sd['state'][{key}]")
+        for name, value in state.items():
+            assert_close(np.asarray(got["state"][key][name]), value,
+                         what=f"{what}: sd['state'][{key}][{name!r}]")
+    assert_equal(got["param_groups"], expected["param_groups"],
+                 what=f"{what}: sd['param_groups']")
+
+
+@task("5.2")
+@settings(max_examples=examples(25))
+@given(case=_toy_run(), float64=st.booleans())
+def test_load_state_dict_resumes_training(submission, case, float64):
+    """load_state_dict() into a new optimizer over other parameters: hyperparameters and
+    state come from the dict (state cast to the parameters' dtype, except "step"), the
+    parameters stay the new optimizer's own, and training continues exactly as torch's."""
+    groups, before, after = case
+    if float64:
+        after = [[None if g is None else g.astype(np.float64) for g in step] for step in after]
+    got = submission.call("optim.toy_resume", groups, before, after, float64)
+    expected = oracle.toy_resume(groups, before, after, float64)
+    what = (f"{TOY}: after {len(before)} steps, state_dict() loaded into a new Toy(lr=0.7, "
+            f"decay=0.9) over {'float64 ' if float64 else ''}copies of the parameters")
+    loaded, exp_loaded = got["loaded"], expected["loaded"]
+    assert_equal(loaded["hyper"], exp_loaded["hyper"],
+                 what=f"{what}: [lr, decay] of each group after loading")
+    assert_equal(loaded["params_are_own"], [True] * len(groups),
+                 what=f"{what}: each group's 'params' are still the new optimizer's parameters")
+    for i, (g, e) in enumerate(zip(loaded["state_dtypes"], exp_loaded["state_dtypes"],
+                                   strict=True)):
+        assert_equal(g, e, what=f"{what}: dtype of each loaded state entry of parameter #{i}")
+    for i, (g, e) in enumerate(zip(loaded["state"], exp_loaded["state"], strict=True)):
+        assert_equal(sorted(g), sorted(e), what=f"{what}: state keys of parameter #{i}")
+        for name, value in e.items():
+            assert_close(np.asarray(g[name]), value, what=f"{what}: parameter #{i} state[{name!r}]")
+    run = {"kind": "Toy", "options": {"lr": 0.7, "decay": 0.9}, "groups": groups, "grads": after}
+    assert_run_matches(got["steps"], expected["steps"], run)
+
+
+@task("5.2")
+def test_load_state_dict_errors(submission):
+    """A state_dict with another number of groups, or groups of other sizes, is refused
+    with PyTorch's ValueErrors."""
+    got = submission.call("optim.load_state_dict_errors")
+    assert_raises_like(got["groups"], "ValueError",
+                       what="loading a 2-group state_dict into a 1-group optimizer",
+                       contains=("loaded state dict has a different number of parameter groups",))
+    assert_raises_like(got["sizes"], "ValueError",
+                       what="loading groups of sizes [1, 2] into groups of sizes [2, 1]",
+                       contains=("doesn't match the size of optimizer's group",))

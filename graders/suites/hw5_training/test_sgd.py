@@ -1,0 +1,42 @@
+"""Task 5.3: SGD against torch.optim.SGD (foreach=False), parameters and state after
+every step. Gradients are set on ``.grad`` directly."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from graders.checks.optim import assert_run_matches
+from graders.oracle import optim as oracle
+from graders.strategies.optim import fixed_run, runs
+from graders.suites._support import examples, task
+
+CASES = {
+    "plain": {"lr": 0.1},
+    "momentum": {"lr": 0.1, "momentum": 0.9},
+    "dampening": {"lr": 0.1, "momentum": 0.9, "dampening": 0.5},
+    "nesterov": {"lr": 0.1, "momentum": 0.9, "nesterov": True},
+    "weight_decay": {"lr": 0.1, "momentum": 0.5, "weight_decay": 0.1},
+    "maximize": {"lr": 0.1, "momentum": 0.9, "maximize": True},
+}
+
+
+def _check(submission, run):
+    got = submission.call("optim.steps", run["kind"], run["options"], run["groups"], run["grads"])
+    expected = oracle.steps(run["kind"], run["options"], run["groups"], run["grads"])
+    assert_run_matches(got, expected, run)
+
+
+@task("5.3")
+@pytest.mark.parametrize("name", list(CASES))
+def test_sgd_feature(submission, name):
+    """SGD with one feature switched on at a time, five steps."""
+    _check(submission, fixed_run("SGD", CASES[name]))
+
+
+@task("5.3")
+@settings(max_examples=examples(40))
+@given(run=runs("SGD"))
+def test_sgd_matches_torch(submission, run):
+    """Random hyperparameters, param groups and gradient sequences (some grads None)."""
+    _check(submission, run)

@@ -1,0 +1,435 @@
+"""Wrong variants for assignment 5 (modules, optimizers, data), and correct alternatives."""
+
+from . import Mutant
+
+MUTANTS = [
+    # ----- 5.1 Module ---------------------------------------------------------------
+    Mutant(
+        id="named-parameters-no-dedup",
+        task="5.1",
+        file="nn/module.py",
+        find="                if value is None or value in memo:",
+        replace="                if value is None:",
+        why="a tied parameter (or one in a shared submodule) is listed once per name",
+    ),
+    Mutant(
+        id="train-one-level",
+        task="5.1",
+        file="nn/module.py",
+        find="""            # BEGIN SOLUTION 5.1
+            module.train(mode)
+            # END SOLUTION""",
+        replace="""            # BEGIN SOLUTION 5.1
+            module.training = mode
+            # END SOLUTION""",
+        why="train()/eval() reach the children but not the grandchildren",
+    ),
+    Mutant(
+        id="state-dict-non-persistent-buffers",
+        task="5.1",
+        file="nn/module.py",
+        find="            if buf is not None and name not in self._non_persistent_buffers_set:\n"
+             "                destination[prefix + name]",
+        replace="            if buf is not None:\n                destination[prefix + name]",
+        why="state_dict includes buffers registered with persistent=False",
+    ),
+    Mutant(
+        id="state-dict-copies",
+        task="5.1",
+        file="nn/module.py",
+        find="                destination[prefix + name] = param if keep_vars else param._alias()",
+        replace="                destination[prefix + name] = (param if keep_vars else "
+                "Tensor(param.data.copy()))",
+        why="state_dict returns copies instead of history-free references to the parameters",
+    ),
+    Mutant(
+        id="load-state-dict-aliases",
+        task="5.1",
+        file="nn/module.py",
+        find="            tensor.data[...] = value.data\n",
+        replace="            tensor.data = value.data\n",
+        why="load_state_dict makes the model share the checkpoint's arrays instead of copying",
+    ),
+    Mutant(
+        id="load-state-dict-no-unexpected",
+        task="5.1",
+        file="nn/module.py",
+        find="                if head not in self._modules and head not in local:",
+        replace="                if head not in self._modules and head not in local and False:",
+        why="load_state_dict never reports unexpected keys",
+    ),
+    Mutant(
+        id="apply-parent-first",
+        task="5.1",
+        file="nn/module.py",
+        find="""        for module in self.children():
+            module.apply(fn)
+        fn(self)""",
+        replace="""        fn(self)
+        for module in self.children():
+            module.apply(fn)""",
+        why="apply() calls fn on the module before its children",
+    ),
+    Mutant(
+        id="module-zero-grad-always-none",
+        task="5.1",
+        file="nn/module.py",
+        find="            if set_to_none:\n                param.grad = None",
+        replace="            if True:\n                param.grad = None",
+        why="Module.zero_grad(set_to_none=False) still drops the gradients",
+    ),
+    Mutant(
+        id="to-casts-integer-buffers",
+        task="5.1",
+        file="nn/module.py",
+        find='a.astype(target) if a.dtype.kind == "f" else a',
+        replace="a.astype(target)",
+        why="to(float64) also converts integer buffers",
+    ),
+    Mutant(
+        id="sequential-del-keeps-names",
+        task="5.1",
+        file="nn/container.py",
+        find="""            delattr(self, list(self._modules)[_index(idx, len(self))])
+        # renumber, as PyTorch does
+        object.__setattr__(self, "_modules",
+                           {str(i): m for i, m in enumerate(self._modules.values())})""",
+        replace="""            delattr(self, list(self._modules)[_index(idx, len(self))])""",
+        why="del seq[i] leaves a gap in the names instead of renumbering 0, 1, ...",
+    ),
+    # ----- 5.2 Optimizer base ----------------------------------------------------------
+    Mutant(
+        id="optimizer-zero-grad-always-none",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="                if set_to_none:\n                    param.grad = None",
+        replace="                if True:\n                    param.grad = None",
+        why="optimizer.zero_grad(set_to_none=False) still drops the gradients",
+    ),
+    Mutant(
+        id="optimizer-state-dict-indices-per-group",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="""            for param in group["params"]:
+                index.setdefault(id(param), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]""",
+        replace="""            for i, param in enumerate(group["params"]):
+                index[id(param)] = i
+            packed["params"] = [index[id(p)] for p in group["params"]]""",
+        why="parameter positions restart at 0 in every group instead of counting across groups",
+    ),
+    Mutant(
+        id="optimizer-load-no-cast",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="                array = array.astype(param.data.dtype)",
+        replace="                pass",
+        why="loaded state keeps its saved dtype instead of the parameter's",
+    ),
+    Mutant(
+        id="optimizer-load-keeps-hyperparameters",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="        self.param_groups = saved_groups\n",
+        replace="",
+        why="load_state_dict restores the state but not the groups' hyperparameters",
+    ),
+    Mutant(
+        id="optimizer-load-no-group-count-check",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="""        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+""",
+        replace="",
+        why="a state_dict with another number of groups is not refused with PyTorch's error",
+    ),
+    # ----- 5.3 SGD ---------------------------------------------------------------------
+    Mutant(
+        id="sgd-momentum-buffer-init-dampened",
+        task="5.3",
+        file="optim/sgd.py",
+        find='buf = state["momentum_buffer"] = Tensor(np.array(grad, copy=True))',
+        replace='buf = state["momentum_buffer"] = Tensor((1 - dampening) * grad)',
+        why="the momentum buffer starts as zeros updated once ((1 - dampening) * g), not as g",
+    ),
+    Mutant(
+        id="sgd-nesterov-ignored",
+        task="5.3",
+        file="optim/sgd.py",
+        find="grad = grad + momentum * buf.data if nesterov else buf.data",
+        replace="grad = buf.data",
+        why="nesterov=True behaves like plain momentum",
+    ),
+    Mutant(
+        id="sgd-weight-decay-after-momentum",
+        task="5.3",
+        file="optim/sgd.py",
+        find="                param.data -= lr * grad\n",
+        replace="                param.data -= lr * (grad + (weight_decay * param.data if momentum "
+                "else 0))\n",
+        why="with momentum, weight decay is applied twice (also after the momentum buffer)",
+    ),
+    Mutant(
+        id="sgd-maximize-inverted",
+        task="5.3",
+        file="optim/sgd.py",
+        find='                if group["maximize"]:',
+        replace='                if not group["maximize"]:',
+        why="maximize is inverted: plain SGD climbs the gradient",
+    ),
+    Mutant(
+        id="sgd-momentum-buffer-not-kept",
+        task="5.3",
+        file="optim/sgd.py",
+        find='buf = state.get("momentum_buffer")',
+        replace="buf = None",
+        why="the momentum buffer restarts from the gradient at every step",
+    ),
+    # ----- 5.4 Adam / AdamW --------------------------------------------------------------
+    Mutant(
+        id="adam-no-bias-correction",
+        task="5.4",
+        file="optim/adam.py",
+        find="""                bias_correction1 = 1 - beta1**step
+                bias_correction2 = 1 - beta2**step""",
+        replace="""                bias_correction1 = 1.0
+                bias_correction2 = 1.0""",
+        why="Adam without bias correction",
+    ),
+    Mutant(
+        id="adamw-weight-decay-adam-way",
+        task="5.4",
+        file="optim/adam.py",
+        find='                    if group["decoupled_weight_decay"]:',
+        replace="                    if False:",
+        why="AdamW adds weight_decay * p to the gradient (L2, the Adam way) instead of decaying p",
+    ),
+    Mutant(
+        id="adam-eps-inside-sqrt",
+        task="5.4",
+        file="optim/adam.py",
+        find="denom = np.sqrt(exp_avg_sq) / bias_correction2**0.5 + eps",
+        replace="denom = np.sqrt(exp_avg_sq / bias_correction2 + eps)",
+        why="eps added under the square root",
+    ),
+    Mutant(
+        id="adam-amsgrad-ignored",
+        task="5.4",
+        file="optim/adam.py",
+        find='                    exp_avg_sq = state["max_exp_avg_sq"].data\n',
+        replace="",
+        why="amsgrad keeps the running maximum but does not use it",
+    ),
+    # ----- 5.5 schedulers ----------------------------------------------------------------
+    Mutant(
+        id="steplr-decays-at-epoch-zero",
+        task="5.5",
+        file="optim/lr_scheduler.py",
+        find="if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:",
+        replace="if self.last_epoch % self.step_size != 0:",
+        why="StepLR multiplies by gamma already at construction (epoch 0)",
+    ),
+    Mutant(
+        id="warmup-off-by-one",
+        task="5.5",
+        file="optim/lr_scheduler.py",
+        find="            return float(step) / float(max(1, num_warmup_steps))",
+        replace="            return float(step + 1) / float(max(1, num_warmup_steps))",
+        why="the warmup starts at lr / warmup instead of 0",
+    ),
+    Mutant(
+        id="lambda-lr-chains",
+        task="5.5",
+        file="optim/lr_scheduler.py",
+        find="""        return [base_lr * fn(self.last_epoch)
+                for fn, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]""",
+        replace="""        return [group["lr"] * fn(self.last_epoch) for fn, group in
+                zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]""",
+        why="LambdaLR multiplies the current lr instead of the base lr",
+    ),
+    # ----- 5.6 data ----------------------------------------------------------------------
+    Mutant(
+        id="shuffle-ignores-seed",
+        task="5.6",
+        file="data/dataloader.py",
+        find="randperm(len(self.data_source), generator=self.generator)",
+        replace="randperm(len(self.data_source))",
+        why="shuffling ignores the loader's generator (and so its seed)",
+    ),
+    Mutant(
+        id="shuffle-once",
+        task="5.6",
+        file="data/dataloader.py",
+        find="        self.generator = generator\n\n    def __iter__(self) -> Iterator[int]:",
+        replace="        self.generator = generator\n        self._order = None\n\n"
+                "    def __iter__(self) -> Iterator[int]:\n"
+                "        if self._order is None:\n"
+                "            self._order = randperm(len(self.data_source), "
+                "generator=self.generator).tolist()\n"
+                "        return iter(self._order)",
+        why="the order is drawn once and every epoch repeats it",
+    ),
+    Mutant(
+        id="drop-last-ignored",
+        task="5.6",
+        file="data/dataloader.py",
+        find="        if batch and not self.drop_last:",
+        replace="        if batch:",
+        why="drop_last=True still yields the incomplete last batch",
+    ),
+    Mutant(
+        id="split-remainder-to-last",
+        task="5.6",
+        file="data/dataset.py",
+        find="            sizes[i % len(sizes)] += 1",
+        replace="            sizes[-1] += 1",
+        why="random_split gives the whole remainder to the last split, not round robin",
+    ),
+    Mutant(
+        id="collate-floats-as-float32",
+        task="5.6",
+        file="data/dataloader.py",
+        find="        return Tensor(np.array(batch, dtype=np.float64))",
+        replace="        return Tensor(np.array(batch, dtype=np.float32))",
+        why="Python floats collate to float32 (torch makes float64)",
+    ),
+    Mutant(
+        id="collate-bools-as-ints",
+        task="5.6",
+        file="data/dataloader.py",
+        find="""    if isinstance(elem, bool):
+        return Tensor(np.array(batch, dtype=np.bool_))
+""",
+        replace="",
+        why="Python bools collate to an int64 tensor (torch makes a bool tensor)",
+    ),
+    Mutant(
+        id="split-no-sum-check",
+        task="5.6",
+        file="data/dataset.py",
+        find="""    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+""",
+        replace="",
+        why="random_split accepts lengths that do not add up to the dataset size",
+    ),
+    Mutant(
+        id="split-no-fractions",
+        task="5.6",
+        file="data/dataset.py",
+        find="    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:",
+        replace="    if False:",
+        why="random_split takes only sizes: fractions such as [0.8, 0.1, 0.1] are refused",
+    ),
+    # ----- 5.7 early stopping ------------------------------------------------------------
+    Mutant(
+        id="early-stopping-not-strict",
+        task="5.7",
+        file="data/early_stopping.py",
+        find="            improved = value < self.best - self.min_delta",
+        replace="            improved = value <= self.best - self.min_delta",
+        why="a value exactly min_delta better than the best counts as an improvement",
+    ),
+    Mutant(
+        id="early-stopping-patience-off-by-one",
+        task="5.7",
+        file="data/early_stopping.py",
+        find="        self.should_stop = self.num_bad_epochs >= self.patience",
+        replace="        self.should_stop = self.num_bad_epochs > self.patience",
+        why="stops one epoch late (after patience + 1 bad epochs)",
+    ),
+]
+
+ALTERNATIVES = [
+    Mutant(
+        id="adam-textbook-form",
+        task="5.4",
+        file="optim/adam.py",
+        find="""                exp_avg += (1 - beta1) * (grad - exp_avg)""",
+        replace="""                exp_avg *= beta1
+                exp_avg += (1 - beta1) * grad""",
+        why="the textbook moving average instead of torch's lerp",
+    ),
+    Mutant(
+        id="adam-bias-corrected-moments",
+        task="5.4",
+        file="optim/adam.py",
+        find="""                denom = np.sqrt(exp_avg_sq) / bias_correction2**0.5 + eps
+                param.data -= lr / bias_correction1 * exp_avg / denom""",
+        replace="""                m_hat = exp_avg / bias_correction1
+                v_hat = exp_avg_sq / bias_correction2
+                param.data -= lr * m_hat / (np.sqrt(v_hat) + eps)""",
+        why="Adam with bias-corrected moments m_hat and v_hat (the paper's algorithm 1)",
+    ),
+    Mutant(
+        id="sgd-out-of-place-buffer",
+        task="5.3",
+        file="optim/sgd.py",
+        find="""                        buf.data *= momentum
+                        buf.data += (1 - dampening) * grad""",
+        replace=" " * 24 + "buf.data[...] = momentum * buf.data + (1 - dampening) * grad",
+        why="the momentum update in one expression",
+    ),
+    Mutant(
+        id="steplr-closed-form",
+        task="5.5",
+        file="optim/lr_scheduler.py",
+        find="""        groups = self.optimizer.param_groups
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma for group in groups]""",
+        replace="""        return [base * self.gamma ** (self.last_epoch // self.step_size)
+                for base in self.base_lrs]""",
+        why="StepLR's closed form base_lr * gamma ** (epoch // step_size)",
+    ),
+    Mutant(
+        id="named-members-by-id",
+        task="5.1",
+        file="nn/module.py",
+        find="""        memo: set[Tensor] = set()
+        for module_prefix, module in modules:
+            for name, value in members(module):
+                if value is None or value in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(value)""",
+        replace="""        memo: set[int] = set()
+        for module_prefix, module in modules:
+            for name, value in members(module):
+                if value is None or id(value) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(value))""",
+        why="deduplication by id() instead of by tensor identity in a set",
+    ),
+    Mutant(
+        id="random-split-numpy",
+        task="5.6",
+        file="data/dataset.py",
+        find="""    indices = randperm(n, generator=generator).tolist()
+    return [Subset(dataset, indices[end - size:end])
+            for end, size in zip(itertools.accumulate(lengths), lengths, strict=True)]""",
+        replace="""    perm = randperm(n, generator=generator).numpy()
+    parts = np.split(perm, np.cumsum(lengths)[:-1])
+    return [Subset(dataset, part.tolist()) for part in parts]""",
+        why="the permutation cut with np.split",
+    ),
+    Mutant(
+        id="early-stopping-keras-style",
+        task="5.7",
+        file="data/early_stopping.py",
+        find="""        if improved:
+            self.best = value
+            self.best_epoch = self.epoch
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1""",
+        replace="""        self.num_bad_epochs += 1
+        if improved:
+            self.best = value
+            self.best_epoch = self.epoch
+            self.num_bad_epochs = 0""",
+        why="Keras' order: count first, reset on improvement",
+    ),
+]
