@@ -20,6 +20,15 @@ class GradingError(Exception):
     """The grader could not run its suites (a bug or a broken installation)."""
 
 
+def suite_folders(assignments: set[str]) -> list[str]:
+    """The suite folders (``hwN_*``) of these assignments: only they are collected."""
+    folders = [
+        str(path) for path in sorted(SUITES_DIR.glob("hw*_*"))
+        if path.is_dir() and path.name[2:].split("_", 1)[0] in assignments
+    ]
+    return folders or [str(SUITES_DIR)]
+
+
 def run_suites(
     submission: Path,
     rubric: Rubric,
@@ -49,7 +58,7 @@ def run_suites(
         os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch
         os.environ["TINYTRAIN_GRADER_PROFILE"] = profile
         args = [
-            str(SUITES_DIR),
+            *suite_folders({t.assignment for t in tasks}),
             "-c", str(SUITES_DIR / "pytest.ini"),
             "--rootdir", str(SUITES_DIR),
             "-p", "no:cacheprovider",
