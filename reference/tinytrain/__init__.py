@@ -1,7 +1,7 @@
 """tinytrain: a small PyTorch-like training framework (import as ``tt``)."""
 
 from . import _tensor_methods  # noqa: F401 - binds operators to Tensor
-from . import autograd, dtypes, nn, ops
+from . import autograd, dtypes, nn, ops, utils
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -54,6 +54,6 @@ __all__ = [
     "get_default_dtype", "half", "inference_mode", "int", "int8", "int16", "int32", "int64",
     "is_grad_enabled", "is_inference_mode_enabled", "long", "manual_seed", "matmul", "mul",
     "neg", "nn", "no_grad", "ones", "ones_like", "ops", "pow", "rand", "randint", "randn",
-    "set_default_dtype", "set_grad_enabled", "sub", "sum", "tensor", "uint8", "zeros",
-    "zeros_like",
+    "set_default_dtype", "set_grad_enabled", "sub", "sum", "tensor", "uint8", "utils",
+    "zeros", "zeros_like",
 ]
