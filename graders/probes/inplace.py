@@ -103,7 +103,7 @@ def _run_program(tt: Any, program: dict[str, Any], weights: list[float]) -> dict
 def version_counters(tt: Any) -> dict[str, Any]:
     """``_version`` after in-place writes on a tensor, its views and a detached alias."""
     fns = functions(tt)
-    x = tt.tensor(np.arange(6.0).reshape(2, 3))
+    x = tt.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
     seen = {"start": int(x._version)}
     x.add_(1.0)
     seen["after_add_"] = int(x._version)

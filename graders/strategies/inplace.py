@@ -124,6 +124,8 @@ def inplace_programs(draw: Any, max_steps: int = 8, views: bool = True) -> dict[
             step["no_grad"] = draw(st.integers(0, 3)) == 0
         steps.append(step)
         shapes.append(out_shape)
+    if not any(_is_inplace(step) for step in steps):  # every program writes in place
+        steps.append({"op": "mul_", "args": [len(shapes) - 1], "k": 2.0, "no_grad": False})
     return {"leaves": leaves, "steps": steps}
 
 

@@ -87,9 +87,14 @@ class save_on_disk(saved_tensors_hooks):  # noqa: N801 - follows save_on_cpu
     """
 
     def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
-        self.folder = _Folder(folder)
+        self._folder = _Folder(folder)
         # a partial, not a bound method: self -> hook -> self would be a reference cycle
-        super().__init__(functools.partial(self._pack, self.folder), self._unpack)
+        super().__init__(functools.partial(self._pack, self._folder), self._unpack)
+
+    @property
+    def folder(self) -> str:
+        """The folder the saved tensors are written to."""
+        return self._folder.path
 
     @staticmethod
     def _pack(folder: _Folder, tensor: Any) -> SavedFile:
