@@ -244,3 +244,55 @@ def saved_and_modified(tt: Any, case: str) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return {"error": raised(lambda: loss.backward()), "grad": grad(x)}
+
+
+VIEW_CASES = {
+    # name: tinytrain-like code; x = [0.5, -1, 2] requires grad, loss = sum(out * [1, 2, 3...])
+    "base_write_seen_by_view": "y = x * 2.; v = y[0:2]; y.mul_(3.); out = v",
+    "const_base_gets_history": "c = zeros(3); v = c[1:3]; c.add_(x); out = v",
+    "sibling_view_write": "y = x * 1.; a = y[0:2]; b = y[1:3]; b.mul_(10.); out = a",
+    "view_of_view_write": "y = x * 1.; a = y[1:3]; b = a[1]; b.mul_(4.); out = y",
+    "write_view_then_base": "y = x * 1.; v = y[0:2]; v.mul_(x[1:3]); y.add_(1.); out = v",
+}
+
+
+@probe
+def view_case(tt: Any, case: str) -> dict[str, Any]:
+    """One of VIEW_CASES: out's requires_grad / is_leaf, and x.grad of sum(out * w)."""
+    fns = functions(tt)
+    x = tt.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+
+    def narrow(t: Any, start: int, length: int) -> Any:
+        return apply(fns, "narrow", [t, start, length])
+
+    if case == "base_write_seen_by_view":
+        y = apply(fns, "scale", [x, 2.0])
+        out = narrow(y, 0, 2)
+        y.mul_(3.0)
+    elif case == "const_base_gets_history":
+        c = tt.tensor(np.zeros(3))
+        out = narrow(c, 1, 2)
+        before = [bool(out.requires_grad), bool(out.is_leaf)]
+        c.add_(x)
+    elif case == "sibling_view_write":
+        y = apply(fns, "scale", [x, 1.0])
+        out = narrow(y, 0, 2)
+        narrow(y, 1, 2).mul_(10.0)
+    elif case == "view_of_view_write":
+        y = apply(fns, "scale", [x, 1.0])
+        apply(fns, "select", [narrow(y, 1, 2), 1]).mul_(4.0)
+        out = y
+    elif case == "write_view_then_base":
+        y = apply(fns, "scale", [x, 1.0])
+        out = narrow(y, 0, 2)
+        out.mul_(narrow(x, 1, 2))
+        y.add_(1.0)
+    else:
+        raise ValueError(case)
+    flags = [bool(out.requires_grad), bool(out.is_leaf)]
+    weights = tt.tensor(np.arange(1.0, 1.0 + out.data.size).reshape(out.shape))
+    apply(fns, "sum", [apply(fns, "torch_mul", [out, weights])]).backward()
+    result = {"flags": flags, "grad": grad(x), "out": array(out)}
+    if case == "const_base_gets_history":
+        result["before"] = before
+    return result

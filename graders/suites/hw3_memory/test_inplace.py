@@ -274,3 +274,54 @@ def test_saved_tensor_version_check(submission):
         assert_raises_like(got["error"], "RuntimeError", what=what, contains=(
             "one of the variables needed for gradient computation has been modified by an "
             "inplace operation", f"is at version {a}; expected version {b} instead"))
+
+
+def _torch_view_case(case):
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    before = None
+    if case == "base_write_seen_by_view":
+        y = x * 2.0
+        out = y[0:2]
+        y.mul_(3.0)
+    elif case == "const_base_gets_history":
+        c = torch.zeros(3, dtype=torch.float64)
+        out = c[1:3]
+        before = [out.requires_grad, out.is_leaf]
+        c.add_(x)
+    elif case == "sibling_view_write":
+        y = x * 1.0
+        out = y[0:2]
+        y[1:3].mul_(10.0)
+    elif case == "view_of_view_write":
+        y = x * 1.0
+        y[1:3][1].mul_(4.0)
+        out = y
+    else:
+        y = x * 1.0
+        out = y[0:2]
+        out.mul_(x[1:3])
+        y.add_(1.0)
+    flags = [out.requires_grad, out.is_leaf]
+    weights = torch.arange(1.0, 1.0 + out.numel(), dtype=torch.float64).reshape(out.shape)
+    (out * weights).sum().backward()
+    return {"flags": flags, "grad": x.grad.numpy(), "out": out.detach().numpy(), "before": before}
+
+
+@task("3.1")
+def test_writes_reach_every_view(submission):
+    """A write into a base, or through one of its views, changes the history of every view
+    of that base (torch regenerates their grad_fn): views see the write in backward."""
+    from graders.probes.inplace import VIEW_CASES
+
+    for case, code in VIEW_CASES.items():
+        got = submission.call("inplace.view_case", case)
+        expected = _torch_view_case(case)
+        what = f"x = tt.tensor([.5, -1., 2.], requires_grad=True); {code}"
+        if expected["before"] is not None:
+            assert_equal(got["before"], expected["before"],
+                         what="[out.requires_grad, out.is_leaf] before c.add_(x)", case=what)
+        assert_equal(got["flags"], expected["flags"], what="[out.requires_grad, out.is_leaf]",
+                     case=what)
+        assert_close(got["out"], expected["out"], what="out", case=what)
+        assert_close(got["grad"], expected["grad"],
+                     what="x.grad of (out * [1, 2, ...]).sum()", case=what)
