@@ -296,3 +296,20 @@ def view_case(tt: Any, case: str) -> dict[str, Any]:
     if case == "const_base_gets_history":
         result["before"] = before
     return result
+
+
+@probe
+def retain_and_hooks(tt: Any) -> dict[str, Any]:
+    """y = 2x; y.retain_grad(); a hook on y; y.mul_(3.); loss = sum(y * [1, 10, 100])."""
+    fns = functions(tt)
+    x = tt.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    y = apply(fns, "scale", [x, 2.0])
+    y.retain_grad()
+    seen: list[np.ndarray] = []
+    y.register_hook(lambda g: seen.append(array(g)))
+    y.mul_(3.0)
+    weights = tt.tensor(np.array([1.0, 10.0, 100.0]))
+    apply(fns, "sum", [apply(fns, "torch_mul", [y, weights])]).backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {"retains": bool(y.retains_grad), "grad": grad(y), "hook": seen, "x": grad(x)}

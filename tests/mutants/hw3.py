@@ -20,13 +20,11 @@ MUTANTS = [
         find="""    target._bump_version()
     if record(ctx, args, (target,)):
         rebase_history(target, ctx)
-        ctx._pack_saved(args, (target,), versions)
-    return target""",
+        ctx._pack_saved(args, (target,), versions)""",
         replace="""    if record(ctx, args, (target,)):
         rebase_history(target, ctx)
         ctx._pack_saved(args, (target,), versions)
-    target._bump_version()
-    return target""",
+    target._bump_version()""",
         why="the check compares against the wrong version: an in-place op's saved result "
             "records the version from before its own write (relu_ then backward raises)",
     ),
@@ -34,8 +32,8 @@ MUTANTS = [
         id="version-error-swaps-versions",
         task="3.1",
         file="autograd/saved.py",
-        find="""                        f"{self._counter.value}; expected version {self._version} instead. \"""",
-        replace="""                        f"{self._version}; expected version {self._counter.value} instead. \"""",
+        find='f"{self._counter.value}; expected version {self._version} instead. "',
+        replace='f"{self._version}; expected version {self._counter.value} instead. "',
         why="the version error names the saved and current versions the wrong way round",
     ),
     Mutant(
@@ -221,9 +219,9 @@ ALTERNATIVES = [
         id="cpu-offload-as-array-copy",
         task="3.3",
         file="autograd/graph.py",
-        find="""        return tensor.device, tensor.data.dtype, tensor.shape, tensor.data.tobytes()""",
-        replace="""        return tensor.device, tensor.data.dtype, tensor.shape, np.array(tensor.data).tobytes(
-            order="C")""",
+        find="        return tensor.device, tensor.data.dtype, tensor.shape, tensor.data.tobytes()",
+        replace="        data = np.array(tensor.data, order=\"C\")\n"
+                "        return tensor.device, data.dtype, data.shape, data.tobytes()",
         why="pack through an explicit C-ordered copy (same result, different code)",
     ),
     Mutant(

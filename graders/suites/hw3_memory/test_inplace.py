@@ -325,3 +325,24 @@ def test_writes_reach_every_view(submission):
         assert_close(got["out"], expected["out"], what="out", case=what)
         assert_close(got["grad"], expected["grad"],
                      what="x.grad of (out * [1, 2, ...]).sum()", case=what)
+
+
+@task("3.1")
+def test_retain_grad_and_hooks_across_a_write(submission):
+    """After y.mul_(3.), y.retain_grad() still holds (y.grad is the gradient of the new
+    value) while a hook registered before the write sees the gradient of the old one."""
+    got = submission.call("inplace.retain_and_hooks")
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    y = x * 2.0
+    y.retain_grad()
+    seen = []
+    y.register_hook(lambda g: seen.append(g.numpy().copy()))
+    y.mul_(3.0)
+    (y * torch.tensor([1.0, 10.0, 100.0], dtype=torch.float64)).sum().backward()
+    case = ("y = x * 2.; y.retain_grad(); y.register_hook(h); y.mul_(3.); "
+            "(y * tt.tensor([1., 10., 100.])).sum().backward()")
+    assert_equal(got["retains"], True, what="y.retains_grad after the write", case=case)
+    assert_close(got["grad"], y.grad.numpy(), what="y.grad", case=case)
+    assert_equal(len(got["hook"]), 1, what="calls of the hook", case=case)
+    assert_close(got["hook"][0], seen[0], what="gradient the hook saw", case=case)
+    assert_close(got["x"], x.grad.numpy(), what="x.grad", case=case)

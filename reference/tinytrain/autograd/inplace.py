@@ -58,6 +58,7 @@ def apply_inplace(cls: type[Function], args: tuple[Any, ...], kwargs: dict[str, 
     ctx = cls._backward_cls()
     ctx.needs_input_grad = needs_input_grad(args)
     versions = tuple(getattr(a, "_version", None) for a in args)  # before the write
+    old_grad_fn, old_output_nr = target.grad_fn, target._output_nr
     # BEGIN SOLUTION 3.1
     # HINT: the call will be recorded when some input needs a gradient
     check_inplace(target, any(ctx.needs_input_grad))
@@ -76,8 +77,13 @@ def apply_inplace(cls: type[Function], args: tuple[Any, ...], kwargs: dict[str, 
     if record(ctx, args, (target,)):
         rebase_history(target, ctx)
         ctx._pack_saved(args, (target,), versions)
-    return target
     # END SOLUTION
+    if old_grad_fn is not None and target.grad_fn is not old_grad_fn:
+        # retain_grad() follows the tensor to its new history (hooks stay with the old one)
+        retained = old_grad_fn._retained.pop(old_output_nr, None)
+        if retained is not None:
+            target.grad_fn._retained[target._output_nr] = retained
+    return target
 
 
 def check_inplace(tensor: Any, records: bool) -> None:

@@ -58,6 +58,7 @@ def apply_inplace(cls: type[Function], args: tuple[Any, ...], kwargs: dict[str, 
     ctx = cls._backward_cls()
     ctx.needs_input_grad = needs_input_grad(args)
     versions = tuple(getattr(a, "_version", None) for a in args)  # before the write
+    old_grad_fn, old_output_nr = target.grad_fn, target._output_nr
     # HINT: the call will be recorded when some input needs a gradient
     raise NotImplementedError("task 3.1: In-place ops: version counters, the saved-tensor check, history rebase")
     result = cls.forward(ctx, *args, **kwargs)
@@ -70,6 +71,12 @@ def apply_inplace(cls: type[Function], args: tuple[Any, ...], kwargs: dict[str, 
     # HINT: (target,)) reads the target's old history for ctx's edges before it makes ctx
     # HINT: the target's grad_fn; then rebase_history, then ctx._pack_saved.
     raise NotImplementedError("task 3.1: In-place ops: version counters, the saved-tensor check, history rebase")
+    if old_grad_fn is not None and target.grad_fn is not old_grad_fn:
+        # retain_grad() follows the tensor to its new history (hooks stay with the old one)
+        retained = old_grad_fn._retained.pop(old_output_nr, None)
+        if retained is not None:
+            target.grad_fn._retained[target._output_nr] = retained
+    return target
 
 
 def check_inplace(tensor: Any, records: bool) -> None:
