@@ -317,8 +317,9 @@ def _make_view(view: Any, base: Any) -> None:
     view._version_counter = base._version_counter
     view._base = root
     view._is_inference = base._is_inference
+    inherited = base._creation_meta not in (None, "default")  # a view of a no_grad view
     made_in = "default" if grad_mode.is_grad_enabled() else "no_grad_mode"
-    view._creation_meta = made_in if base._creation_meta in (None, "default") else base._creation_meta
+    view._creation_meta = base._creation_meta if inherited else made_in
     if root._views is None:
         root._views = {}
     root._views[id(view)] = weakref.ref(view, _forget(root._views, id(view)))
