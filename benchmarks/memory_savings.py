@@ -38,8 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 
-import tinytrain as tt  # noqa: E402
-from tinytrain.autograd.inplace import CopySlices  # noqa: E402
+import tinytrain as tt
+from tinytrain.autograd.inplace import CopySlices
 
 
 def block(h: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
@@ -153,17 +153,18 @@ def main() -> None:
     for mode in ("plain", "save_on_cpu", "save_on_disk", "checkpoint"):
         result = run(mode, args.blocks, args.width, args.batch)
         plain = plain or result
-        same = all(np.array_equal(a, b) for a, b in zip(result["grads"], plain["grads"]))
+        pairs = zip(result["grads"], plain["grads"], strict=True)
+        same = all(np.array_equal(a, b) for a, b in pairs)
         rows.append([mode, mib(result["activations"]),
                      f"{result['activations'] / plain['activations']:.0%}",
                      mib(result["offloaded"]), mib(result["held"]), str(result["calls"]),
                      f"{result['seconds']:.2f} s", "yes" if same else "NO"])
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-    print("| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths)) + " |")
+    print("| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
         print("| " + " | ".join(v.rjust(w) if i else v.ljust(w)
-                                for i, (v, w) in enumerate(zip(row, widths))) + " |")
+                                for i, (v, w) in enumerate(zip(row, widths, strict=True))) + " |")
 
 
 if __name__ == "__main__":
