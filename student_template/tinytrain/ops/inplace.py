@@ -50,7 +50,9 @@ def _check_overlap(target: np.ndarray, source: np.ndarray) -> None:
     if target.size == 0 or source.size == 0 or not (_dense(target) and _dense(source)):
         return
     a, b = _byte_range(target), _byte_range(source)
-    full = a == b and target.strides == source.strides
+    same_layout = target.strides == source.strides or (target.shape == source.shape and all(
+        sa == sb for sa, sb, n in zip(target.strides, source.strides, target.shape) if n > 1))
+    full = a == b and same_layout
     if not full and a[0] < b[1] and b[0] < a[1]:
         raise RuntimeError(
             "unsupported operation: some elements of the input tensor and the written-to "
@@ -192,21 +194,23 @@ class FillInplace(Function):
 
 
 class CopyInplace(Function):
-    """``target.copy_(src)``: ``src`` broadcast to the target's shape, cast to its dtype."""
+    """``target.copy_(src)``: ``src`` broadcast to the target's shape, cast to its dtype.
+    ``x[key] = src`` broadcasts ``src`` before copying, as PyTorch's indexing does: that
+    decides which overlaps between ``src`` and the target are refused."""
 
     is_inplace = True
 
     @staticmethod
-    def forward(ctx: BackwardNode, a: Tensor, src: Any) -> np.ndarray:
+    def forward(ctx: BackwardNode, a: Tensor, src: Any, expand_first: bool = False) -> np.ndarray:
         values = src.data if isinstance(src, Tensor) else np.asarray(src)
         _check_broadcast(a.shape, values.shape)
-        _check_overlap(a.data, values)
+        _check_overlap(a.data, np.broadcast_to(values, a.shape) if expand_first else values)
         ctx.src_shape = values.shape
         return _write(a, values)
 
     @staticmethod
-    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return np.zeros_like(grad), sum_to_shape(grad, ctx.src_shape)
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return np.zeros_like(grad), sum_to_shape(grad, ctx.src_shape), None
 
 
 class ClampInplace(Function):
@@ -400,6 +404,6 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
         return
     view = input if _selects_everything(basic, input.shape) else _BasicIndex.apply(input, basic)
     if isinstance(value, (Tensor, np.ndarray, list, tuple)):
-        CopyInplace.apply(view, value)
+        CopyInplace.apply(view, value, True)
     else:
         FillInplace.apply(view, value)
