@@ -66,20 +66,20 @@ class SavedTensor:
         """The saved tensor for ``node`` (the node that saved it): after the version check,
         or through the unpack hook when it was packed."""
         if self._unpack_hook is None:
-            if self._counter.value:  # written in place at some point: check the version
+            if self._counter.value != self._version:  # written in place since it was saved
                 # BEGIN SOLUTION 3.1
                 # HINT: PyTorch's RuntimeError starts "one of the variables needed for gradient
-                # HINT: computation has been modified by an inplace operation: " and names the
-                # HINT: tensor (describe(...)) and "is at version N; expected version M instead."
-                if self._counter.value != self._version:
-                    raise RuntimeError(
-                        "one of the variables needed for gradient computation has been "
-                        f"modified by an inplace operation: {self._describe(node)} is at version "
-                        f"{self._counter.value}; expected version {self._version} instead. "
-                        "Hint: the backtrace further above shows the operation that failed to "
-                        "compute its gradient. The variable in question was changed in there "
-                        "or anywhere later. Good luck!"
-                    )
+                # HINT: computation has been modified by an inplace operation: ", then names the
+                # HINT: tensor (self._describe(node)) and says "is at version N; expected version
+                # HINT: M instead." (N: its version now, M: its version when it was saved).
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: {self._describe(node)} is at version "
+                    f"{self._counter.value}; expected version {self._version} instead. "
+                    "Hint: the backtrace further above shows the operation that failed to "
+                    "compute its gradient. The variable in question was changed in there or "
+                    "anywhere later. Good luck!"
+                )
                 # END SOLUTION
             if self._output_nr is None:
                 return self._tensor

@@ -62,10 +62,11 @@ class SavedTensor:
         """The saved tensor for ``node`` (the node that saved it): after the version check,
         or through the unpack hook when it was packed."""
         if self._unpack_hook is None:
-            if self._counter.value:  # written in place at some point: check the version
+            if self._counter.value != self._version:  # written in place since it was saved
                 # HINT: PyTorch's RuntimeError starts "one of the variables needed for gradient
-                # HINT: computation has been modified by an inplace operation: " and names the
-                # HINT: tensor (describe(...)) and "is at version N; expected version M instead."
+                # HINT: computation has been modified by an inplace operation: ", then names the
+                # HINT: tensor (self._describe(node)) and says "is at version N; expected version
+                # HINT: M instead." (N: its version now, M: its version when it was saved).
                 raise NotImplementedError("task 3.1: In-place ops: version counters, the saved-tensor check, history rebase")
             if self._output_nr is None:
                 return self._tensor
