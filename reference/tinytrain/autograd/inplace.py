@@ -60,7 +60,8 @@ def apply_inplace(cls: type[Function], args: tuple[Any, ...], kwargs: dict[str, 
     versions = tuple(getattr(a, "_version", None) for a in args)  # before the write
     old_grad_fn, old_output_nr = target.grad_fn, target._output_nr
     # BEGIN SOLUTION 3.1
-    # HINT: the call will be recorded when some input needs a gradient
+    # HINT: refuse the write before anything changes (check_inplace); the call will be
+    # HINT: recorded when some input needs a gradient (ctx.needs_input_grad).
     check_inplace(target, any(ctx.needs_input_grad))
     # END SOLUTION
     result = cls.forward(ctx, *args, **kwargs)

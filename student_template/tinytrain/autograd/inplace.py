@@ -59,7 +59,8 @@ def apply_inplace(cls: type[Function], args: tuple[Any, ...], kwargs: dict[str, 
     ctx.needs_input_grad = needs_input_grad(args)
     versions = tuple(getattr(a, "_version", None) for a in args)  # before the write
     old_grad_fn, old_output_nr = target.grad_fn, target._output_nr
-    # HINT: the call will be recorded when some input needs a gradient
+    # HINT: refuse the write before anything changes (check_inplace); the call will be
+    # HINT: recorded when some input needs a gradient (ctx.needs_input_grad).
     raise NotImplementedError("task 3.1: In-place ops: version counters, the saved-tensor check, history rebase")
     result = cls.forward(ctx, *args, **kwargs)
     if result is not target.data:
