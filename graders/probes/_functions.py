@@ -101,8 +101,110 @@ def functions(tt: Any) -> SimpleNamespace:
             calls.append(getattr(ctx, "label", "?"))
             return np.broadcast_to(grad, ctx.shape).copy()
 
+    # ----- for assignment 3: ops that save exactly what torch's save (same tensors, same
+    # order), so version errors and saved-tensor hook calls can be compared with torch;
+    # and views (is_view=True), so in-place writes through views can be graded without the
+    # student's assignment-2 shape ops.
+    class TorchMul(base):
+        """torch.mul: saves ``other`` if ``self`` needs a gradient, then ``self`` if
+        ``other`` does (MulBackward0's _saved_other, _saved_self)."""
+
+        saved_names = ("other", "self")
+
+        @staticmethod
+        def forward(ctx, a, b):
+            recording = tt.is_grad_enabled()
+            ctx.save_for_backward(b if recording and a.requires_grad else None,
+                                  a if recording and b.requires_grad else None)
+            return a.data * b.data
+
+        @staticmethod
+        def backward(ctx, grad):
+            calls.append(getattr(ctx, "label", "?"))
+            b, a = ctx.saved_tensors
+            return (None if b is None else grad * b.data), (None if a is None else grad * a.data)
+
+    class Narrow(base):
+        """``a.narrow(0, start, length)``: a view of rows start..start+length."""
+
+        is_view = True
+
+        @staticmethod
+        def forward(ctx, a, start, length):
+            ctx.shape, ctx.rows = a.data.shape, slice(start, start + length)
+            return a.data[ctx.rows]
+
+        @staticmethod
+        def backward(ctx, grad):
+            calls.append(getattr(ctx, "label", "?"))
+            out = np.zeros(ctx.shape, grad.dtype)
+            out[ctx.rows] = grad
+            return out, None, None
+
+    class Select(base):
+        """``a.select(0, index)`` (``a[index]``): a view, 0-dim for a vector."""
+
+        is_view = True
+
+        @staticmethod
+        def forward(ctx, a, index):
+            ctx.shape, ctx.index = a.data.shape, index
+            return a.data[index, ...]
+
+        @staticmethod
+        def backward(ctx, grad):
+            calls.append(getattr(ctx, "label", "?"))
+            out = np.zeros(ctx.shape, grad.dtype)
+            out[ctx.index, ...] = grad
+            return out, None
+
+    class Transpose(base):
+        """``a.t()`` of a matrix: a view."""
+
+        is_view = True
+
+        @staticmethod
+        def forward(ctx, a):
+            return a.data.T
+
+        @staticmethod
+        def backward(ctx, grad):
+            calls.append(getattr(ctx, "label", "?"))
+            return grad.T
+
+    class Linear(base):
+        """``x @ w + b`` (saves x and w, like torch's addmm/mm)."""
+
+        @staticmethod
+        def forward(ctx, x, w, b):
+            ctx.save_for_backward(x, w)
+            return x.data @ w.data + b.data
+
+        @staticmethod
+        def backward(ctx, grad):
+            calls.append(getattr(ctx, "label", "?"))
+            x, w = ctx.saved_tensors
+            return grad @ w.data.T, x.data.T @ grad, grad.sum(axis=0)
+
+    class Tanh(base):
+        """tanh, saving its result (like torch)."""
+
+        @staticmethod
+        def forward(ctx, a):
+            out = np.tanh(a.data)
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            calls.append(getattr(ctx, "label", "?"))
+            (out,) = ctx.saved_tensors
+            return grad * (1 - out.data * out.data)
+
     ns = SimpleNamespace(
-        add=Add, mul=Mul, sin=Sin, exp=Exp, square=Square, scale=Scale, sum=Sum, calls=calls
+        add=Add, mul=Mul, sin=Sin, exp=Exp, square=Square, scale=Scale, sum=Sum, calls=calls,
+        torch_mul=TorchMul, narrow=Narrow, select=Select, transpose=Transpose, linear=Linear,
+        tanh=Tanh,
     )
     _CACHE[id(tt)] = ns
     return ns

@@ -8,6 +8,7 @@ from . import (
     nn,
     ops,
     optim,
+    utils,
 )
 from .autograd import (
     enable_grad,
@@ -109,6 +110,7 @@ __all__ = [
     "sum",
     "tensor",
     "uint8",
+    "utils",
     "zeros",
     "zeros_like",
 ]

@@ -33,12 +33,14 @@ class Tensor:
         "__weakref__",
         "_backward_hooks",
         "_base",
+        "_creation_meta",
         "_grad",
         "_grad_accumulator",
         "_is_inference",
         "_output_nr",
         "_requires_grad",
         "_version_counter",
+        "_views",
         "data",
         "grad_fn",
     )
@@ -58,6 +60,8 @@ class Tensor:
         self._backward_hooks: list[Callable] | None = None
         self._grad_accumulator: weakref.ref | None = None
         self._is_inference = grad_mode.is_inference_mode_enabled()
+        self._views: dict[int, weakref.ref] | None = None  # live views of this base (by id)
+        self._creation_meta: str | None = None  # for a view: the grad mode it was made in
         if requires_grad:
             self.requires_grad = True
 
@@ -222,6 +226,8 @@ class Tensor:
         out._backward_hooks = None
         out._grad_accumulator = None
         out._is_inference = self._is_inference
+        out._views = None
+        out._creation_meta = None
         return out
 
     # ----- conversion -----------------------------------------------------------------

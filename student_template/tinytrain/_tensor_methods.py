@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import dtypes, ops
+from .ops import inplace
 from .tensor import Tensor
 
 
@@ -53,6 +54,21 @@ _METHODS: dict[str, Any] = {
     "double": _cast_method(dtypes.float64),
     "half": _cast_method(dtypes.float16),
     "long": _cast_method(dtypes.int64),
+    # ----- in-place ops (assignment 3): they return the tensor itself --------------------
+    "add_": inplace.add_,
+    "sub_": inplace.sub_,
+    "mul_": inplace.mul_,
+    "div_": inplace.div_,
+    "zero_": inplace.zero_,
+    "fill_": inplace.fill_,
+    "copy_": inplace.copy_,
+    "clamp_": inplace.clamp_,
+    "relu_": inplace.relu_,
+    "__iadd__": inplace.add_,
+    "__isub__": inplace.sub_,
+    "__imul__": inplace.mul_,
+    "__itruediv__": inplace.div_,
+    "__setitem__": inplace.setitem,
 }
 
 for _name, _fn in _METHODS.items():

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import grad_mode
-from .saved import SavedTensor
+from .saved import SavedTensor, save
 
 
 class BackwardNode:
@@ -33,6 +33,7 @@ class BackwardNode:
         self.needs_input_grad: tuple[bool, ...] = ()
         self._to_save: tuple[Any, ...] = ()
         self._saved: tuple[SavedTensor | None, ...] | None = None
+        self._names_saved: tuple[str | None, ...] = ()  # PyTorch's name of each saved tensor
         self._released = False
         self._input_meta: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = ()
         self._output_meta: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
@@ -52,6 +53,14 @@ class BackwardNode:
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
+        self._check_not_released()
+        if self._saved is None:  # not recorded: forward was called directly
+            from ..tensor import Tensor
+
+            return tuple(Tensor(x) if isinstance(x, np.ndarray) else x for x in self._to_save)
+        return tuple(None if s is None else s.unpack(self) for s in self._saved)
+
+    def _check_not_released(self) -> None:
         if self._released:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access "
@@ -60,18 +69,34 @@ class BackwardNode:
                 "Specify retain_graph=True if you need to backward through the graph a second "
                 "time or if you need to access saved tensors after calling backward."
             )
-        if self._saved is None:  # not recorded: forward was called directly
-            from ..tensor import Tensor
 
-            return tuple(Tensor(x) if isinstance(x, np.ndarray) else x for x in self._to_save)
-        return tuple(None if s is None else s.unpack(self) for s in self._saved)
-
-    def _pack_saved(self, outputs: tuple[Any, ...]) -> None:
+    def _pack_saved(
+        self,
+        inputs: tuple[Any, ...],
+        outputs: tuple[Any, ...],
+        input_versions: tuple[int | None, ...] | None = None,
+    ) -> None:
         """Turn what forward asked to save into SavedTensors (runs after forward, so an
-        output saved by forward is recognised and saved without a reference cycle)."""
-        out_by_data = {id(o.data): o for o in outputs}
-        self._saved = tuple(SavedTensor.make(item, out_by_data) for item in self._to_save)
+        output saved by forward is recognised and saved without a reference cycle), and
+        name each one: the Function's ``saved_names`` where given, else PyTorch's name
+        ("self", "other", "result") found by identity. ``input_versions``: the inputs'
+        versions when the op started, if it wrote into one (see ``saved.save``)."""
+        saved = [save(item, inputs, outputs, input_versions) for item in self._to_save]
+        declared = self._function.saved_names or ()
+        self._saved = tuple(s for s, _ in saved)
+        self._names_saved = tuple(
+            declared[i] if i < len(declared) else name for i, (_, name) in enumerate(saved)
+        )
         self._to_save = ()
+
+    def __getattr__(self, name: str) -> Any:
+        """``grad_fn._saved_self``, ``_saved_other``, ``_saved_result``...: a saved tensor by
+        PyTorch's name, unpacked on each access (only called for attributes not found)."""
+        if not name.startswith("_saved_") or name == "_saved":
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        # HINT: self._names_saved[i] names self._saved[i] (a SavedTensor, or None when
+        # HINT: nothing was saved there); unpack it for this node on every access.
+        raise NotImplementedError("task 3.2: Saved-tensor hooks and saved-tensor inspection")
 
     def _release(self) -> None:
         """Free the saved tensors (backward without retain_graph)."""
@@ -174,10 +199,20 @@ class Function:
     A Function whose forward returns a NumPy view of its first input's array sets
     ``is_view = True``: its output then shares that input's version counter and base,
     as PyTorch's views do.
+
+    A Function whose forward writes into its first input's array (and returns that array)
+    sets ``is_inplace = True``: ``apply`` then returns the input Tensor itself, with its
+    version bumped and its history rebased onto the new node (see ``autograd.inplace``).
+
+    ``saved_names`` may name what forward saves, in order (PyTorch's ``grad_fn._saved_self``
+    ...); without it, inputs 0 and 1 are "self" and "other" and the output is "result".
+    ``ctx.needs_input_grad`` is already set when forward runs, as in PyTorch.
     """
 
     _backward_cls: type[BackwardNode]
     is_view = False
+    is_inplace = False
+    saved_names: tuple[str | None, ...] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -196,22 +231,65 @@ class Function:
         """Run forward on ``args`` and record the call in the graph when needed."""
         from ..tensor import Tensor
 
+        if cls.is_inplace:
+            from .inplace import apply_inplace
+
+            return apply_inplace(cls, args, kwargs)
         ctx = cls._backward_cls()
+        ctx.needs_input_grad = needs_input_grad(args)
         result = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(result, tuple)
-        outputs = tuple(Tensor(r) for r in ((result,) if single else result))
+        raw = (result,) if single else result
+        outputs = tuple(Tensor(r) for r in raw)
+        if ctx._to_save and not all(isinstance(r, np.ndarray) for r in raw):
+            # a NumPy scalar result (0-dim math gives those) was saved: save its output
+            ctx._to_save = tuple(
+                next((o.data for r, o in zip(raw, outputs) if item is r), item)
+                for item in ctx._to_save
+            )
         if cls.is_view:
             _make_view(outputs[0], args[0])
         if record(ctx, args, outputs):
-            ctx._pack_saved(outputs)
+            ctx._pack_saved(args, outputs)
         return outputs[0] if single else outputs
 
 
+def needs_input_grad(args: tuple[Any, ...]) -> tuple[bool, ...]:
+    """For each argument: whether a gradient will be computed for it if the call is
+    recorded (grad mode on, not inference mode, a Tensor that requires grad)."""
+    if not grad_mode.is_grad_enabled() or grad_mode.is_inference_mode_enabled():
+        return (False,) * len(args)
+    return tuple(bool(getattr(a, "_requires_grad", False)) for a in args)
+
+
 def _make_view(view: Any, base: Any) -> None:
-    """Let ``view`` share ``base``'s version counter (and root base), as a view does."""
+    """Let ``view`` share ``base``'s version counter (and root base), as a view does, and
+    register it with the root base (an in-place write into the base rebases its views).
+
+    A forward that had to copy (NumPy could not make a view) gives an ordinary tensor.
+    """
+    if not np.may_share_memory(view.data, base.data):
+        return
+    root = base._base if base._base is not None else base
     view._version_counter = base._version_counter
-    view._base = base._base if base._base is not None else base
+    view._base = root
     view._is_inference = base._is_inference
+    inherited = base._creation_meta not in (None, "default")  # a view of a no_grad view
+    made_in = "default" if grad_mode.is_grad_enabled() else "no_grad_mode"
+    view._creation_meta = base._creation_meta if inherited else made_in
+    if root._views is None:
+        root._views = {}
+    root._views[id(view)] = weakref.ref(view, _forget(root._views, id(view)))
+
+
+def _forget(views: dict[int, weakref.ref], key: int) -> Any:
+    """A weakref callback that drops a dead view from its base's registry."""
+
+    def callback(ref: weakref.ref) -> None:
+        if views.get(key) is ref:
+            del views[key]
+
+    return callback
 
 
 def record(ctx: BackwardNode, inputs: tuple[Any, ...], outputs: tuple[Any, ...]) -> bool:

@@ -1,0 +1,34 @@
+"""The MLP of ``graders.probes.memory`` in torch, and its inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def mlp_inputs(seed: int, batch: int = 32, width: int = 64, blocks: int = 3) -> tuple[
+        np.ndarray, list[np.ndarray]]:
+    """An input and the weights of ``blocks`` blocks (W1, b1, W2, b2 each), float64."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, width))
+    weights = []
+    for _ in range(blocks):
+        for _ in range(2):
+            weights.append(rng.standard_normal((width, width)) / np.sqrt(width))
+            weights.append(rng.standard_normal(width) * 0.1)
+    return x, weights
+
+
+def mlp_grads(x: np.ndarray, weights: list[np.ndarray]) -> list[np.ndarray]:
+    """Gradients of sum(MLP(x)) for x and every weight: blocks h -> tanh(sin(h W1 + b1) W2
+    + b2)."""
+    xt = torch.tensor(x, requires_grad=True)
+    params = [torch.tensor(w, requires_grad=True) for w in weights]
+    h: Any = xt
+    for i in range(0, len(params), 4):
+        w1, b1, w2, b2 = params[i:i + 4]
+        h = torch.tanh(torch.sin(h @ w1 + b1) @ w2 + b2)
+    h.sum().backward()
+    return [xt.grad.numpy()] + [p.grad.numpy() for p in params]

@@ -1,0 +1,348 @@
+"""Task 3.1: in-place ops, version counters, the saved-tensor version check, history rebase.
+
+The random programs mix out-of-place ops and views (probe Functions that save what
+torch's ops save) with the submission's in-place ops at random points, some under
+no_grad; the same program runs in torch.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.oracle import inplace as oracle
+from graders.strategies.inplace import describe, fold_weights, inplace_programs
+from graders.suites._support import examples, literal, task
+
+VERSION_HINT = "is at version"
+
+
+def _run(submission, program):
+    weights = fold_weights(program)
+    return submission.call("inplace.run_program", program, weights), oracle.run(program, weights)
+
+
+def _check_step_errors(got, expected, program):
+    case = "the program below, in torch and in tinytrain"
+    code = describe(program)
+    if expected["raised_at"] is None:
+        if got["raised_at"] is not None:
+            step = got["raised_at"]
+            raise AssertionError(
+                f"step {step} raised {got['step_error']['type']}: {got['step_error']['message']}"
+                f"\n  PyTorch runs every step of this program without an error\n  case: {case}"
+                f"\n  reproduce:\n" + _indent(code))
+        return False
+    step, message = expected["raised_at"], expected["step_error"]["message"]
+    assert_equal(got["raised_at"], step, what=f"the step that raises (PyTorch: step {step}, "
+                 f"'{message[:90]}')", case=case, reproducer=code)
+    assert_raises_like(got["step_error"], "RuntimeError", what=f"step {step}",
+                       contains=(message.split(".")[0],), case=case, reproducer=code)
+    return True
+
+
+def _indent(code):
+    return "\n".join("    " + line for line in code.splitlines())
+
+
+@task("3.1")
+@settings(max_examples=examples(40))
+@given(program=inplace_programs())
+def test_versions_follow_torch(submission, program):
+    """After random in-place writes (through views too), every tensor's _version,
+    requires_grad and is_leaf are torch's; in-place steps raise where torch's raise."""
+    got, expected = _run(submission, program)
+    if _check_step_errors(got, expected, program):
+        return
+    code = describe(program)
+    for key in ("versions", "requires_grad", "is_leaf"):
+        for i, (g, e) in enumerate(zip(got[key], expected[key])):
+            name = "_version" if key == "versions" else key
+            assert_equal(g, e, what=f"value {i}: {name} (values numbered leaves first)",
+                         case="before backward", reproducer=code)
+
+
+def _check_backward(got, expected, program):
+    code = describe(program)
+    expected_error = expected["backward_error"]
+    if expected_error["type"] is None:
+        assert_raises_like(got["backward_error"], None, what="loss.backward()", reproducer=code)
+        for i, (g, e) in enumerate(zip(got["grads"], expected["grads"])):
+            assert_close(g, e, what=f"x{i}.grad", reproducer=code)
+        return
+    assert_raises_like(got["backward_error"], "RuntimeError", what="loss.backward()",
+                       contains=("modified by an inplace operation", VERSION_HINT),
+                       reproducer=code)
+    stale = oracle.stale_saved_versions(program)
+    versions = oracle.versions_in(got["backward_error"]["message"])
+    allowed = ", ".join(f"'is at version {a}; expected version {b}'" for a, b in sorted(stale))
+    assert versions in stale, (
+        f"loss.backward(): the error names the versions {versions}, but the tensors saved "
+        f"for backward and modified since have (current, saved) versions {sorted(stale)}; "
+        f"the message should say one of {allowed}\n  got: {got['backward_error']['message']}"
+        f"\n  reproduce:\n" + _indent(code))
+
+
+@task("3.1")
+@settings(max_examples=examples(40))
+@given(program=inplace_programs(views=False))
+def test_backward_after_inplace_writes(submission, program):
+    """In-place writes on whole tensors: backward raises exactly when torch does (a saved
+    tensor was modified; the message names its versions) and otherwise gives torch's
+    gradients through the rebased histories."""
+    got, expected = _run(submission, program)
+    if not _check_step_errors(got, expected, program):
+        _check_backward(got, expected, program)
+
+
+@task("3.1")
+@settings(max_examples=examples(60))
+@given(program=inplace_programs())
+def test_backward_after_writes_through_views(submission, program):
+    """The same with views (narrow, select, t) and setitem: a write through a view
+    changes its base (and every other view of it), as in torch."""
+    got, expected = _run(submission, program)
+    if not _check_step_errors(got, expected, program):
+        _check_backward(got, expected, program)
+
+
+@task("3.1")
+def test_version_counter_values(submission):
+    """_version counts in-place writes; views share their base's counter; a detached
+    tensor shares it too; setitem is one write."""
+    got = submission.call("inplace.version_counters")
+    x = torch.arange(6.0).reshape(2, 3)
+    expected = {"start": x._version}
+    x.add_(1.0)
+    expected["after_add_"] = x._version
+    x.mul_(2.0).zero_()
+    expected["after_chained"] = x._version
+    row, col = x.select(0, 1), x.t().narrow(0, 0, 2)
+    expected["view_starts_at_base"] = [row._version, col._version]
+    row.fill_(3.0)
+    expected["after_view_write"] = [x._version, row._version, col._version]
+    x[0, 1:] = 7.0
+    expected["after_setitem"] = [x._version, row._version, col._version]
+    d = x.detach()
+    d += 1.0
+    expected["after_detached_write"] = [x._version, d._version]
+    y, y2 = torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])
+    y.copy_(y2)
+    expected["other_untouched"] = y2._version
+    reproducer = ("x = tt.arange(6.).reshape(2, 3); x.add_(1.); x.mul_(2.).zero_()\n"
+                  "row = x[1]; col = x.t()[0:2]; row.fill_(3.)\nx[0, 1:] = 7.\n"
+                  "d = x.detach(); d += 1.\nprint(x._version, row._version, col._version)")
+    for key, value in expected.items():
+        assert_equal(got[key], value, what=key.replace("_", " ") + " (_version)",
+                     reproducer=reproducer)
+    assert_close(got["values"], x.numpy(), what="x after the writes")
+
+
+@task("3.1")
+def test_inplace_ops_return_the_same_tensor(submission):
+    """add_, mul_, ..., and +=, -=, *=, /= return the tensor they modified (the same
+    object) and bump its version once per write."""
+    got = submission.call("inplace.returns_self")
+    for name, same in got["same"].items():
+        assert_equal(same, True, what=f"{name} returns the tensor it modified")
+    x = torch.tensor([1.0, -2.0, 3.0])
+    other = torch.tensor([2.0, 2.0, 2.0])
+    x.add_(other).sub_(1.0).mul_(other).div_(2.0).clamp_(-1.0, 1.0).relu_()
+    x.fill_(0.5).copy_(other).zero_()
+    x += other
+    x -= 1.0
+    x *= other
+    x /= 4.0
+    assert_close(got["values"], x.numpy(), what="values after the chain of writes")
+    assert_equal(got["version"], x._version, what="_version after 13 writes")
+
+
+@task("3.1")
+@settings(max_examples=examples(10))
+@given(data=st.data())
+def test_inplace_forward_values(submission, data):
+    """Each in-place op computes what torch's does (broadcast other, scalar operands)."""
+    x = data.draw(arrays(np.float64, (2, 3), elements=st.floats(-2, 2)))
+    other = data.draw(arrays(np.float64, data.draw(st.sampled_from([(3,), (2, 3), (1, 3)])),
+                             elements=st.floats(0.25, 2)))
+    k = data.draw(st.sampled_from([-1.5, 0.5, 2.0]))
+    got = submission.call("inplace.inplace_values", x, other, k)
+    o = torch.tensor(other)
+    calls = {
+        "add_": lambda t: t.add_(o, alpha=k), "sub_": lambda t: t.sub_(o),
+        "mul_": lambda t: t.mul_(o), "div_": lambda t: t.div_(o),
+        "mul_scalar": lambda t: t.mul_(k), "clamp_": lambda t: t.clamp_(-abs(k), abs(k)),
+        "clamp_min": lambda t: t.clamp_(min=k), "relu_": lambda t: t.relu_(),
+        "fill_": lambda t: t.fill_(k), "copy_": lambda t: t.copy_(o), "zero_": lambda t: t.zero_(),
+    }
+    for name, call in calls.items():
+        t = torch.tensor(x)
+        call(t)
+        assert_close(got[name], t.numpy(), what=f"x.{name}(...)",
+                     case=f"x = {literal(x)}, other = {literal(other)}, k = {k}")
+
+
+@task("3.1")
+def test_inplace_errors_match_torch(submission):
+    """PyTorch refuses in-place writes into a leaf that requires grad or a view of one
+    (with grad mode on), into a view made under no_grad when the write would be recorded,
+    and into an inference tensor outside inference_mode."""
+    got = submission.call("inplace.inplace_errors")
+    leaf = "a leaf Variable that requires grad is being used in an in-place operation."
+    view = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+    no_grad_view = "A view was created in no_grad mode and is being modified inplace"
+    inference = "Inplace update to inference tensor outside InferenceMode is not allowed"
+    cases = [
+        ("leaf", leaf, "x.add_(1.) for a leaf x that requires grad"),
+        ("leaf_operator", leaf, "x *= 2. for a leaf x that requires grad"),
+        ("view_of_leaf", view, "x[0:2].mul_(2.) for a leaf x that requires grad"),
+        ("setitem_leaf", view, "x[0] = 5. for a leaf x that requires grad"),
+        ("leaf_no_grad", None, "x.add_(1.) under no_grad"),
+        ("view_of_leaf_no_grad", None, "x[0:2].mul_(2.) under no_grad"),
+        ("no_grad_view_const", None, "v.mul_(2.) for v = c[0:2] made under no_grad"),
+        ("no_grad_view_recorded", no_grad_view,
+         "v.mul_(x[0:2]) for v = c[0:2] made under no_grad, x requiring grad"),
+        ("inference_inside", None, "t.add_(1.) inside inference_mode"),
+        ("inference_outside", inference, "t.add_(1.) for an inference tensor t"),
+        ("inference_outside_no_grad", inference, "t.mul_(2.) under no_grad, t an inference tensor"),
+        ("int_target", "result type Float can't be cast to the desired output type Long",
+         "tt.tensor([1, 2, 3]).add_(0.5)"),
+        ("broadcast_target", "doesn't match the broadcast shape",
+         "tt.ones(3).add_(tt.ones(2, 3))"),
+    ]
+    for key, message, what in cases:
+        assert_raises_like(got[key], None if message is None else "RuntimeError", what=what,
+                           contains=() if message is None else (message,))
+    assert_equal(got["leaf_version"], 2, what="_version of the leaf after its two writes "
+                 "under no_grad (the refused writes do not count)")
+
+
+SAVED_CASES = {
+    "input_saved": ("z = y.sin(); y.mul_(3.)", lambda y: (y.sin(), y.mul_(3.0))[0]),
+    "output_saved": ("z = y.exp(); z.add_(1.)", lambda y: y.exp().add_(1.0)),
+    "input_of_exp": ("z = y.exp(); y.add_(1.)", lambda y: (y.exp(), y.add_(1.0))[0]),
+    "relu_result": ("z = (y * 1.).relu_()", lambda y: (y * 1.0).relu_()),
+    "twice": ("z = y.sin(); y.add_(1.).add_(1.)", lambda y: (y.sin(), y.add_(1.0).add_(1.0))[0]),
+    "view_modified": ("z = y.sin(); y[1:3].zero_()", lambda y: (y.sin(), y[1:3].zero_())[0]),
+    "base_modified": ("v = y[0]; z = v.sin(); y.mul_(2.)",
+                      lambda y: (y[0].sin(), y.mul_(2.0))[0]),
+}
+
+
+def _torch_saved_case(case):
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    if case == "leaf_no_grad":
+        z = x.sin()
+        with torch.no_grad():
+            x.add_(1.0)
+    elif case == "retain_then_modify":
+        y = x * 2.0
+        z = y.sin()
+        z.sum().backward(retain_graph=True)
+        y.add_(1.0)
+    else:
+        z = SAVED_CASES[case][1](x * 2.0)
+    try:
+        z.sum().backward()
+    except RuntimeError as exc:
+        return {"type": "RuntimeError", "message": str(exc)}, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {"type": None, "message": ""}, x.grad.numpy()
+
+
+@task("3.1")
+def test_saved_tensor_version_check(submission):
+    """Backward raises PyTorch's error, naming the versions, exactly when a tensor saved
+    for backward was written after it was saved (through itself, a view or its base)."""
+    for case in [*SAVED_CASES, "leaf_no_grad", "retain_then_modify"]:
+        got = submission.call("inplace.saved_and_modified", case)
+        error, grad = _torch_saved_case(case)
+        code = SAVED_CASES[case][0] if case in SAVED_CASES else case.replace("_", " ")
+        what = f"backward after: x = tt.tensor([.5, -1., 2.], requires_grad=True); y = x * 2.; {code}"
+        if error["type"] is None:
+            assert_raises_like(got["error"], None, what=what)
+            assert_close(got["grad"], grad, what=f"x.grad ({code})")
+            continue
+        a, b = oracle.versions_in(error["message"])
+        assert_raises_like(got["error"], "RuntimeError", what=what, contains=(
+            "one of the variables needed for gradient computation has been modified by an "
+            "inplace operation", f"is at version {a}; expected version {b} instead"))
+
+
+def _torch_view_case(case):
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    before = None
+    if case == "base_write_seen_by_view":
+        y = x * 2.0
+        out = y[0:2]
+        y.mul_(3.0)
+    elif case == "const_base_gets_history":
+        c = torch.zeros(3, dtype=torch.float64)
+        out = c[1:3]
+        before = [out.requires_grad, out.is_leaf]
+        c.add_(x)
+    elif case == "sibling_view_write":
+        y = x * 1.0
+        out = y[0:2]
+        y[1:3].mul_(10.0)
+    elif case == "view_of_view_write":
+        y = x * 1.0
+        y[1:3][1].mul_(4.0)
+        out = y
+    else:
+        y = x * 1.0
+        out = y[0:2]
+        out.mul_(x[1:3])
+        y.add_(1.0)
+    flags = [out.requires_grad, out.is_leaf]
+    weights = torch.arange(1.0, 1.0 + out.numel(), dtype=torch.float64).reshape(out.shape)
+    (out * weights).sum().backward()
+    return {"flags": flags, "grad": x.grad.numpy(), "out": out.detach().numpy(), "before": before}
+
+
+@task("3.1")
+def test_writes_reach_every_view(submission):
+    """A write into a base, or through one of its views, changes the history of every view
+    of that base (torch regenerates their grad_fn): views see the write in backward."""
+    from graders.probes.inplace import VIEW_CASES
+
+    for case, code in VIEW_CASES.items():
+        got = submission.call("inplace.view_case", case)
+        expected = _torch_view_case(case)
+        what = f"x = tt.tensor([.5, -1., 2.], requires_grad=True); {code}"
+        if expected["before"] is not None:
+            assert_equal(got["before"], expected["before"],
+                         what="[out.requires_grad, out.is_leaf] before c.add_(x)", case=what)
+        assert_equal(got["flags"], expected["flags"], what="[out.requires_grad, out.is_leaf]",
+                     case=what)
+        assert_close(got["out"], expected["out"], what="out", case=what)
+        assert_close(got["grad"], expected["grad"],
+                     what="x.grad of (out * [1, 2, ...]).sum()", case=what)
+
+
+@task("3.1")
+def test_retain_grad_and_hooks_across_a_write(submission):
+    """After y.mul_(3.), y.retain_grad() still holds (y.grad is the gradient of the new
+    value) while a hook registered before the write sees the gradient of the old one."""
+    got = submission.call("inplace.retain_and_hooks")
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    y = x * 2.0
+    y.retain_grad()
+    seen = []
+    y.register_hook(lambda g: seen.append(g.numpy().copy()))
+    y.mul_(3.0)
+    (y * torch.tensor([1.0, 10.0, 100.0], dtype=torch.float64)).sum().backward()
+    case = ("y = x * 2.; y.retain_grad(); y.register_hook(h); y.mul_(3.); "
+            "(y * tt.tensor([1., 10., 100.])).sum().backward()")
+    assert_equal(got["retains"], True, what="y.retains_grad after the write", case=case)
+    assert_close(got["grad"], y.grad.numpy(), what="y.grad", case=case)
+    assert_equal(len(got["hook"]), 1, what="calls of the hook", case=case)
+    assert_close(got["hook"][0], seen[0], what="gradient the hook saw", case=case)
+    assert_close(got["x"], x.grad.numpy(), what="x.grad", case=case)

@@ -1,0 +1,131 @@
+"""Task 3.3: offloading saved tensors: save_on_cpu (host memory) and save_on_disk (files).
+
+The hook pairs are graded on their own (pack then unpack one tensor), inside a real model
+whose Functions call them (without depending on task 3.2's machinery), and through
+``with save_on_cpu():`` around a forward. What is measured is explained in
+``graders.probes.memory``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from graders.checks import assert_close, assert_equal
+from graders.oracle import memory as oracle
+from graders.suites._support import examples, literal, task
+
+DTYPES = ["float64", "float32", "float16", "int64", "bool"]
+SHAPES = st.sampled_from([(), (0, 3), (5,), (2, 3), (3, 1, 2)])
+
+
+def _round_trip(submission, kind, data):
+    dtype = data.draw(st.sampled_from(DTYPES))
+    shape = data.draw(SHAPES)
+    values = data.draw(arrays(np.float64, shape, elements=st.floats(-3, 3, width=16)))
+    transpose = len(shape) == 2 and data.draw(st.booleans())
+    got = submission.call("memory.pack_round_trip", kind, values, dtype, transpose)
+    hooks = "save_on_cpu()" if kind == "cpu" else "save_on_disk(folder)"
+    code = (f"hooks = tt.autograd.graph.{hooks}\nt = tt.tensor({literal(values)}, "
+            f"dtype=tt.{dtype}){'.t()' if transpose else ''}\npacked = hooks.pack_hook(t)\n"
+            "print(hooks.unpack_hook(packed))")
+    expected_shape = list(shape[::-1] if transpose else shape)
+    assert_equal(got["is_tensor"], True, what="unpack_hook returns a Tensor", reproducer=code)
+    assert_equal([got["dtype"], got["shape"]], [dtype, expected_shape],
+                 what="[dtype, shape] of the unpacked tensor", reproducer=code)
+    assert_close(got["values"], got["original"], what="values of the unpacked tensor",
+                 reproducer=code)
+    assert_equal(got["unpacked_twice_equal"], True,
+                 what="unpacking the same packed value a second time gives it again",
+                 reproducer=code)
+    assert_equal(got["storage_freed"], True,
+                 what="the tensor's storage is freed once the caller drops it (what pack "
+                      "returned must not keep it)", reproducer=code)
+    return got
+
+
+@task("3.3")
+@settings(max_examples=examples(20))
+@given(data=st.data())
+def test_save_on_cpu_round_trip(submission, data):
+    """save_on_cpu's pack copies a tensor out to host memory (nothing refers to the
+    tensor afterwards) and its unpack rebuilds it: same dtype, shape and values."""
+    _round_trip(submission, "cpu", data)
+
+
+@task("3.3")
+@settings(max_examples=examples(15))
+@given(data=st.data())
+def test_save_on_disk_round_trip(submission, data):
+    """save_on_disk's pack writes one file per tensor; unpack reads it back (same dtype,
+    shape and values); the file is deleted once nothing refers to what pack returned."""
+    got = _round_trip(submission, "disk", data)
+    assert_equal(got["files_after_pack"], 1, what="files in the folder after one pack")
+    assert_equal(got["files_after_release"], 0,
+                 what="files in the folder once the packed value is garbage")
+
+
+@task("3.3")
+def test_save_on_disk_temporary_folder(submission):
+    """save_on_disk() makes a temporary folder, keeps a file per saved tensor while the
+    graph needs it, and removes the folder once the graph and the context are gone."""
+    got = submission.call("memory.disk_temp_folder")
+    expected = {"folder_is_temporary": True, "files_with_graph": 2, "files_after_context": 2,
+                "exists_after_backward": False, "exists_after_graph": False}
+    for key, value in expected.items():
+        assert_equal(got[key], value, what=key.replace("_", " "),
+                     case="offload = tt.autograd.graph.save_on_disk(); y = tanh(sin(x)) "
+                          "with ops that keep what they save through offload's pack_hook; "
+                          "del offload; y.sum().backward(); del y")
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    assert_close(got["grad"], (1 - np.tanh(np.sin(x)) ** 2) * np.cos(x), what="x.grad")
+
+
+def _mlp(submission, seed, mode):
+    x, weights = oracle.mlp_inputs(seed)
+    return submission.call("memory.mlp", x, weights, mode), oracle.mlp_grads(x, weights)
+
+
+def _same_grads(got, plain, expected, mode):
+    names = ["x"] + [f"{n}{i // 4}" for i, n in enumerate(["W1_", "b1_", "W2_", "b2_"] * 3)]
+    for name, g, p, e in zip(names, got["grads"], plain["grads"], expected):
+        assert_close(g, p, rtol=0, atol=0, what=f"{name}.grad under {mode} vs the plain run "
+                     "(must be identical)")
+        assert_close(g, e, what=f"{name}.grad under {mode} vs torch")
+
+
+@task("3.3")
+@settings(max_examples=examples(3))
+@given(seed=st.integers(0, 2**16))
+def test_offloaded_model_frees_activations(submission, seed):
+    """In a model whose Functions keep their saved tensors through save_on_cpu's or
+    save_on_disk's hook pair, no activation stays in compute memory between forward and
+    backward; save_on_disk holds less memory in all; gradients are the plain run's."""
+    plain, expected = _mlp(submission, seed, "plain")
+    cpu, _ = _mlp(submission, seed, "explicit_cpu")
+    disk, _ = _mlp(submission, seed, "explicit_disk")
+    for mode, got in (("save_on_cpu hooks", cpu), ("save_on_disk hooks", disk)):
+        assert_equal(got["live_bytes"], 0, what=f"bytes of activations alive after the "
+                     f"forward with {mode} (plain run: {plain['live_bytes']})")
+        _same_grads(got, plain, expected, mode)
+    assert disk["traced_bytes"] < plain["traced_bytes"] / 2, (
+        f"memory held after the forward with save_on_disk's hooks: {disk['traced_bytes']} "
+        f"bytes, plain run: {plain['traced_bytes']}; the saved tensors should be on disk")
+    saved = 6 * len(oracle.mlp_inputs(seed)[1]) // 4  # per block: x, W1; sin's z; s, W2; z2
+    assert_equal([disk["files_after_forward"], disk["files_after_backward"]], [saved, 0],
+                 what="files in the folder [after the forward (one per saved tensor), "
+                      "after backward]")
+
+
+@task("3.3")
+@settings(max_examples=examples(2))
+@given(seed=st.integers(0, 2**16))
+def test_offload_contexts_keep_gradients(submission, seed):
+    """A forward under ``with save_on_cpu():`` or ``with save_on_disk():`` gives exactly
+    the gradients of the plain run."""
+    plain, expected = _mlp(submission, seed, "plain")
+    for mode in ("save_on_cpu", "save_on_disk"):
+        got, _ = _mlp(submission, seed, mode)
+        _same_grads(got, plain, expected, f"with {mode}()")

@@ -1,0 +1,139 @@
+"""Task 3.2: saved-tensor hooks (pack once per saved tensor, unpack per use, innermost pair
+wins) and the inspection of what a node saved (grad_fn._saved_self ...).
+
+Graphs are built from probe Functions that save exactly what torch's ops save, so the hook
+calls are compared with torch's on the same program.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.oracle import memory as mlp_oracle
+from graders.oracle import saved_hooks as oracle
+from graders.strategies.programs import describe, programs
+from graders.suites._support import examples, task
+
+HOOKS_CODE = ("pack(t): log 'pack', keep t, return its number; unpack(n): log 'unpack', "
+              "return the kept tensor")
+
+
+def _compare_calls(got, expected, program, setting):
+    case = f"{describe(program)}; {setting}; hooks: {HOOKS_CODE}"
+    packs = [ev[:3] for ev in got["events"][: got["forward_events"]]]
+    torch_packs = [ev[:3] for ev in expected["events"][: expected["forward_events"]]]
+    assert_equal(packs, torch_packs, what="hook calls during the forward ([pair, call, "
+                 "number]; pack runs once per saved tensor, when it is saved)", case=case)
+    for g, e in zip(got["events"], expected["events"][: expected["forward_events"]]):
+        assert_close(g[3], e[3], what=f"the tensor given to pack call {g[:3]}", case=case)
+    unpacks = Counter(tuple(ev[:3]) for ev in got["events"][got["forward_events"]:])
+    torch_unpacks = Counter(tuple(ev[:3]) for ev in expected["events"][expected["forward_events"]:])
+    assert_equal(dict(sorted(unpacks.items())), dict(sorted(torch_unpacks.items())),
+                 what="hook calls during backward, counted per packed tensor (unpack runs "
+                      "each time backward uses it)", case=case)
+    for i, (g, e) in enumerate(zip(got["grads"], expected["grads"])):
+        assert_close(g, e, what=f"x{i}.grad", case=case)
+
+
+@task("3.2")
+@settings(max_examples=examples(25))
+@given(program=programs(max_ops=6))
+def test_pack_once_per_saved_tensor_unpack_per_use(submission, program):
+    """Under saved_tensors_hooks, pack runs once per saved tensor at save time (with the
+    tensor torch's op saves) and unpack once per use in backward, as in torch."""
+    got = submission.call("saved_hooks.hook_calls", program)
+    _compare_calls(got, oracle.hook_calls(program), program, "one backward")
+
+
+@task("3.2")
+@settings(max_examples=examples(10))
+@given(program=programs(max_ops=5))
+def test_unpack_again_on_each_backward(submission, program):
+    """With retain_graph, a second backward unpacks every saved tensor again; nothing is
+    packed again."""
+    got = submission.call("saved_hooks.hook_calls", program, calls=2)
+    _compare_calls(got, oracle.hook_calls(program, calls=2), program,
+                   "backward(retain_graph=True), then backward()")
+
+
+@task("3.2")
+@settings(max_examples=examples(15))
+@given(program=programs(max_ops=6), inner_ops=st.integers(1, 4))
+def test_innermost_pair_wins(submission, program, inner_ops):
+    """With two nested saved_tensors_hooks blocks, tensors saved inside the inner one go
+    through the inner pair only."""
+    got = submission.call("saved_hooks.hook_calls", program, inner_ops=inner_ops)
+    _compare_calls(got, oracle.hook_calls(program, inner_ops=inner_ops), program,
+                   f"an 'outer' pair around the forward, an 'inner' one around its first "
+                   f"{inner_ops} ops")
+
+
+@task("3.2")
+@settings(max_examples=examples(5))
+@given(program=programs(max_ops=4))
+def test_hooks_run_with_grad_mode_off(submission, program):
+    """PyTorch runs pack and unpack hooks with grad mode off."""
+    got = submission.call("saved_hooks.hook_calls", program)
+    modes = sorted({(ev[1], ev[4]) for ev in got["events"]})
+    expected = sorted({(ev[1], ev[4]) for ev in oracle.hook_calls(program)["events"]})
+    assert_equal(modes, expected, what="[hook, tt.is_grad_enabled() inside it]",
+                 case=describe(program))
+
+
+@task("3.2")
+def test_unpack_hook_must_return_a_tensor(submission):
+    """An unpack hook that returns something else makes backward raise PyTorch's TypeError."""
+    got = submission.call("saved_hooks.bad_unpack")
+    assert_raises_like(got["backward"], "TypeError", what="backward when unpack_hook returns 7",
+                       contains=("unpack_hook expected to be a Tensor",))
+
+
+@task("3.2")
+def test_hooks_are_per_thread(submission):
+    """Hooks installed in another thread do not apply to this thread's graph."""
+    got = submission.call("saved_hooks.hooks_per_thread")
+    assert_equal(got["calls_seen"], 0, what="calls of hooks installed in another thread")
+    assert_equal(got["calls_here"], [["this-thread", "pack"], ["this-thread", "unpack"]],
+                 what="calls of hooks installed in this thread, for x.sin().sum().backward()")
+
+
+@task("3.2")
+def test_saved_tensor_inspection(submission):
+    """grad_fn._saved_self / _saved_other / _saved_result give what the node saved:
+    sin saves its input (the same tensor), exp its output (with the node as grad_fn), mul
+    by a constant only ``other``; each access unpacks; after backward they are freed."""
+    got = submission.call("saved_hooks.inspection")
+    flags = {
+        "sin_self_is_input": True, "exp_result_grad_fn_is_node": True, "exp_result_version": 0,
+        "mul_other_is_c": True, "mul_self_is_none": True, "unpacks_for_two_accesses": 2,
+        "through_hooks_is_input": True,
+    }
+    for key, value in flags.items():
+        assert_equal(got[key], value, what=key.replace("_", " "),
+                     reproducer="x = tt.tensor([.5, -1., 2.], requires_grad=True)\n"
+                                "print(x.sin().grad_fn._saved_self is x)\n"
+                                "e = x.exp(); print(e.grad_fn._saved_result)")
+    assert_close(got["exp_result"], got["exp_output"], what="exp's _saved_result vs its output")
+    assert_raises_like(got["unknown"], "AttributeError", what="grad_fn._saved_nothing",
+                       contains=("has no attribute",))
+    assert_raises_like(got["after_backward"], "RuntimeError",
+                       what="grad_fn._saved_self after backward",
+                       contains=("after they have already been freed",))
+
+
+@task("3.2")
+def test_packed_tensors_are_not_kept(submission):
+    """With a pack hook that keeps nothing, the graph holds none of the forward's
+    activations once the caller drops them: the node keeps what pack returned, not the
+    tensor (the reason offloading works)."""
+    x, weights = mlp_oracle.mlp_inputs(0)
+    plain = submission.call("memory.mlp", x, weights, "plain")
+    got = submission.call("memory.mlp", x, weights, "forgetful_hooks")
+    assert plain["live_bytes"] > 0
+    assert_equal(got["live_bytes"], 0, what="bytes of activations still alive after the "
+                 f"forward under saved_tensors_hooks(lambda t: None, ...) (plain run: "
+                 f"{plain['live_bytes']})")

@@ -1,0 +1,5 @@
+"""Utilities (``tt.utils``): activation checkpointing."""
+
+from . import checkpoint
+
+__all__ = ["checkpoint"]

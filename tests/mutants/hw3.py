@@ -1,0 +1,262 @@
+"""Wrong variants for assignment 3 (saved tensors and memory), and correct alternatives."""
+
+from . import Mutant
+
+MUTANTS = [
+    # ----- 3.1 in-place ops, versions, rebase ------------------------------------------------
+    Mutant(
+        id="view-write-no-version-bump",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="    target._bump_version()\n    if record(ctx, args, (target,)):",
+        replace="    if target._base is None:\n        target._bump_version()\n"
+                "    if record(ctx, args, (target,)):",
+        why="a write through a view does not bump the version its base shares",
+    ),
+    Mutant(
+        id="saved-before-version-bump",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="""    target._bump_version()
+    if record(ctx, args, (target,)):
+        rebase_history(target, ctx)
+        ctx._pack_saved(args, (target,), versions)""",
+        replace="""    if record(ctx, args, (target,)):
+        rebase_history(target, ctx)
+        ctx._pack_saved(args, (target,), versions)
+    target._bump_version()""",
+        why="the check compares against the wrong version: an in-place op's saved result "
+            "records the version from before its own write (relu_ then backward raises)",
+    ),
+    Mutant(
+        id="version-error-swaps-versions",
+        task="3.1",
+        file="autograd/saved.py",
+        find='f"{self._counter.value}; expected version {self._version} instead. "',
+        replace='f"{self._version}; expected version {self._counter.value} instead. "',
+        why="the version error names the saved and current versions the wrong way round",
+    ),
+    Mutant(
+        id="leaf-written-in-place",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="""        if tensor._requires_grad and tensor.grad_fn is None:
+            raise RuntimeError(LEAF_ERROR)
+        return""",
+        replace="        return",
+        why="an in-place write into a leaf that requires grad is allowed",
+    ),
+    Mutant(
+        id="inference-tensor-written",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="""    if tensor._is_inference:
+        grad_mode.check_inference_tensor(tensor, "inplace")
+""",
+        replace="",
+        why="an inference tensor can be written in place outside inference_mode",
+    ),
+    Mutant(
+        id="no-grad-view-written",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="""    if tensor._creation_meta == "no_grad_mode" and (records or base._requires_grad):
+        raise RuntimeError(NO_GRAD_VIEW_ERROR)
+""",
+        replace="",
+        why="a view made under no_grad can be written with grad mode on",
+    ),
+    Mutant(
+        id="view-write-base-not-rebased",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="""    else:
+        copy_slices = CopySlices(base, tensor, node)
+        base.grad_fn, base._output_nr, base._requires_grad = copy_slices, 0, True
+    refresh_views(base)""",
+        replace="""    else:
+        return
+    refresh_views(base)""",
+        why="a write through a view rebases only the view, not its base",
+    ),
+    Mutant(
+        id="copyslices-view-region-passes-through",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="        flat[positions] = 0 if fn_grads[0] is None else fn_grads[0]\n",
+        replace="",
+        why="the base's gradient in the written view's region is not replaced by what "
+            "flows through the in-place op",
+    ),
+    Mutant(
+        id="other-views-not-refreshed",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="""        base.grad_fn, base._output_nr, base._requires_grad = copy_slices, 0, True
+    refresh_views(base)""",
+        replace="""        base.grad_fn, base._output_nr, base._requires_grad = copy_slices, 0, True
+        refresh_views(base)""",
+        why="after a write into a base, its views keep their old history",
+    ),
+    # ----- 3.2 saved-tensor hooks -----------------------------------------------------------
+    Mutant(
+        id="pack-per-use",
+        task="3.2",
+        file="autograd/saved.py",
+        find="""        pack_hook, self._unpack_hook = hooks
+        with grad_mode.no_grad():
+            self._packed = pack_hook(tensor)""",
+        replace="""        pack_hook, unpack_hook = hooks
+        self._unpack_hook = lambda t: unpack_hook(pack_hook(t))
+        self._packed = tensor""",
+        why="the pack hook runs each time the tensor is used, not once when it is saved "
+            "(so the graph holds the tensor itself)",
+    ),
+    Mutant(
+        id="outermost-hooks-win",
+        task="3.2",
+        file="autograd/graph.py",
+        find="    return stack[-1] if stack else None",
+        replace="    return stack[0] if stack else None",
+        why="nested saved_tensors_hooks: the outermost pair is used instead of the innermost",
+    ),
+    Mutant(
+        id="unpack-once",
+        task="3.2",
+        file="autograd/saved.py",
+        find="""        with grad_mode.no_grad():
+            tensor = self._unpack_hook(self._packed)""",
+        replace="""        with grad_mode.no_grad():
+            tensor = self._unpack_hook(self._packed)
+        self._unpack_hook = lambda packed, tensor=tensor: tensor""",
+        why="the unpack hook runs on the first use only; later uses get its cached result",
+    ),
+    Mutant(
+        id="hooks-with-grad-mode-on",
+        task="3.2",
+        file="autograd/saved.py",
+        find="""        with grad_mode.no_grad():
+            self._packed = pack_hook(tensor)""",
+        replace="""        self._packed = pack_hook(tensor)""",
+        why="the pack hook runs with grad mode on",
+    ),
+    Mutant(
+        id="saved-name-ignored",
+        task="3.2",
+        file="autograd/function.py",
+        find="        saved = self._saved[names.index(name[len(\"_saved_\"):])]",
+        replace="        saved = self._saved[0]",
+        why="grad_fn._saved_<name> returns the first saved tensor whatever the name",
+    ),
+    # ----- 3.3 offload ------------------------------------------------------------------------
+    Mutant(
+        id="cpu-offload-loses-shape",
+        task="3.3",
+        file="autograd/graph.py",
+        find="        return Tensor(np.frombuffer(buffer, dtype).reshape(shape).copy())",
+        replace="        return Tensor(np.frombuffer(buffer, dtype).copy())",
+        why="save_on_cpu's unpack does not restore the shape (a flat tensor comes back)",
+    ),
+    Mutant(
+        id="cpu-offload-loses-dtype",
+        task="3.3",
+        file="autograd/graph.py",
+        find="        return Tensor(np.frombuffer(buffer, dtype).reshape(shape).copy())",
+        replace="        return Tensor(np.frombuffer(buffer).reshape(shape).copy())",
+        why="save_on_cpu's unpack does not restore the dtype",
+    ),
+    Mutant(
+        id="cpu-offload-keeps-the-tensor",
+        task="3.3",
+        file="autograd/graph.py",
+        find="        return tensor.device, tensor.data.dtype, tensor.shape, tensor.data.tobytes()",
+        replace="        return tensor.device, tensor.data.dtype, tensor.shape, tensor.data",
+        why="save_on_cpu's pack keeps the tensor's own storage, so nothing is freed",
+    ),
+    Mutant(
+        id="disk-files-never-deleted",
+        task="3.3",
+        file="autograd/graph.py",
+        find="        weakref.finalize(saved, _remove_file, saved.path)\n",
+        replace="",
+        why="save_on_disk's files stay after the graph is freed",
+    ),
+    # ----- 3.4 checkpoint ---------------------------------------------------------------------
+    Mutant(
+        id="checkpoint-keeps-activations",
+        task="3.4",
+        file="utils/checkpoint.py",
+        find="""        with grad_mode.no_grad():
+            outputs = function(*args)""",
+        replace="""        with grad_mode.enable_grad():
+            outputs = ctx.kept = function(*args)""",
+        why="the checkpointed segment records its graph in forward and keeps it, so its "
+            "activations are saved anyway",
+    ),
+    Mutant(
+        id="checkpoint-recomputes-on-undetached-inputs",
+        task="3.4",
+        file="utils/checkpoint.py",
+        find="            args[i] = saved.detach().requires_grad_(saved.requires_grad)",
+        replace="            args[i] = saved",
+        why="the recomputation runs on the saved inputs themselves, so its backward runs "
+            "into the outer graph too",
+    ),
+    Mutant(
+        id="checkpoint-random-numbers-differ",
+        task="3.4",
+        file="utils/checkpoint.py",
+        find="""        if ctx.rng_state is not None:
+            generator.bit_generator.state = ctx.rng_state
+""",
+        replace="",
+        why="the recomputation draws new random numbers (dropout masks differ)",
+    ),
+]
+
+ALTERNATIVES = [
+    Mutant(
+        id="cpu-offload-as-array-copy",
+        task="3.3",
+        file="autograd/graph.py",
+        find="        return tensor.device, tensor.data.dtype, tensor.shape, tensor.data.tobytes()",
+        replace="        data = np.array(tensor.data, order=\"C\")\n"
+                "        return tensor.device, data.dtype, data.shape, data.tobytes()",
+        why="pack through an explicit C-ordered copy (same result, different code)",
+    ),
+    Mutant(
+        id="saved-names-by-dict",
+        task="3.2",
+        file="autograd/function.py",
+        find="""        names = self.__dict__.get("_names_saved", ())
+        if name[len("_saved_"):] not in names:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        self._check_not_released()
+        saved = self._saved[names.index(name[len("_saved_"):])]""",
+        replace="""        by_name = {}
+        for i, saved_name in enumerate(self.__dict__.get("_names_saved", ())):
+            by_name.setdefault(saved_name, i)
+        if name.removeprefix("_saved_") not in by_name:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        self._check_not_released()
+        saved = self._saved[by_name[name.removeprefix("_saved_")]]""",
+        why="a dict from names to positions instead of list.index",
+    ),
+    Mutant(
+        id="copyslices-with-np-put",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="""        result = np.array(grad, order="C", copy=True)
+        flat = result.reshape(-1)
+        positions = view_positions(self.geometry)
+        fn_grads = self.fn._run_backward([flat[positions]])
+        flat[positions] = 0 if fn_grads[0] is None else fn_grads[0]
+        return (result, *fn_grads[1:])""",
+        replace="""        positions = view_positions(self.geometry)
+        fn_grads = self.fn._run_backward([np.take(grad, positions)])
+        result = np.array(grad, dtype=grad.dtype)
+        np.put(result, positions, 0 if fn_grads[0] is None else fn_grads[0])
+        return (result, *fn_grads[1:])""",
+        why="np.take / np.put on the flat indices instead of a reshaped copy",
+    ),
+]
