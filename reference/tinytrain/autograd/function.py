@@ -235,12 +235,28 @@ class Function:
         ctx = cls._backward_cls()
         result = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(result, tuple)
-        outputs = tuple(Tensor(np.asarray(r)) for r in ((result,) if single else result))
+        raw = (result,) if single else result
+        outputs = tuple(Tensor(np.asarray(r)) for r in raw)
+        if ctx._to_save:
+            _scalars_to_arrays(ctx, raw, outputs)
         if cls.is_view:
             _make_view(outputs[0], args[0])
         if record(ctx, args, outputs):
             ctx._pack_saved(outputs)
         return outputs[0] if single else outputs
+
+
+def _scalars_to_arrays(ctx: BackwardNode, raw: tuple[Any, ...], outputs: tuple[Any, ...]) -> None:
+    """NumPy turns 0-d results into scalars (``np.exp(np.array(1.0))`` is a np.float64):
+    save them as 0-d arrays, and a returned scalar as the output's own array."""
+    if not any(isinstance(x, np.generic) for x in ctx._to_save):
+        return
+    as_output = {id(r): o.data for r, o in zip(raw, outputs, strict=True)}
+    ctx._to_save = tuple(
+        (as_output.get(id(x)) if id(x) in as_output else np.asarray(x))
+        if isinstance(x, np.generic) else x
+        for x in ctx._to_save
+    )
 
 
 def _make_view(view: Any, base: Any) -> None:

@@ -31,10 +31,10 @@ class Matmul(Function):
         a2 = a_data[None, :] if a_data.ndim == 1 else a_data
         b2 = b_data[:, None] if b_data.ndim == 1 else b_data
         g = grad
+        if b_data.ndim == 1:
+            g = g[..., None]
         if a_data.ndim == 1:
             g = np.expand_dims(g, -2)
-        if b_data.ndim == 1:
-            g = np.expand_dims(g, -1)
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
             ga = np.matmul(g, np.swapaxes(b2, -1, -2))

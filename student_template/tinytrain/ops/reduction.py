@@ -229,13 +229,9 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first maximum, over all elements (flattened) or along ``dim``."""
-    if dim is None:
-        return Argmax.apply(input, None, False)
-    return Argmax.apply(input, _single_dim(dim, input.ndim), keepdim)
+    return Argmax.apply(input, None if dim is None else _single_dim(dim, input.ndim), keepdim)
 
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum, over all elements (flattened) or along ``dim``."""
-    if dim is None:
-        return Argmin.apply(input, None, False)
-    return Argmin.apply(input, _single_dim(dim, input.ndim), keepdim)
+    return Argmin.apply(input, None if dim is None else _single_dim(dim, input.ndim), keepdim)
