@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,9 +23,10 @@ def nonzero(low: float = 0.5, high: float = 2.0) -> Values:
     return lambda d, shape, dtype: d.nonzero(shape, dtype, low, high)
 
 
-def among(*values: float) -> Values:
-    """Values from a small set: exact zeros, ties and bounds on purpose."""
-    return lambda d, shape, dtype: d.among(shape, dtype, values)
+def among(*values: float, force: float | None = None) -> Values:
+    """Values from a small set: exact zeros, ties and bounds on purpose (``force``: one
+    element always takes that value)."""
+    return lambda d, shape, dtype: d.among(shape, dtype, values, force)
 
 
 def unary(values: Values = uniform(), empty: bool = True, max_dims: int = 3,
@@ -81,3 +83,23 @@ def gap_to_runner_up(values: np.ndarray, axis: Any = None) -> float:
         return np.inf
     s = np.sort(flat, axis=-1)
     return float(min(np.min(s[..., -1] - s[..., -2]), np.min(s[..., 1] - s[..., 0])))
+
+
+def tie_extremes(x: np.ndarray, dims: Any, extreme: Callable[..., np.ndarray]) -> np.ndarray:
+    """A copy of ``x`` in which every slice over ``dims`` (None: all dims) holds its
+    extreme value twice: at ``extreme``'s index (np.argmax / np.argmin) and the next one."""
+    if x.ndim == 0:
+        return x
+    if dims is None:
+        dims = tuple(range(x.ndim))
+    dims = tuple(sorted({d % x.ndim for d in ((dims,) if isinstance(dims, int) else dims)}))
+    rest = [a for a in range(x.ndim) if a not in dims]
+    order = rest + list(dims)
+    moved = np.transpose(x, order).copy()
+    slices = moved.reshape(-1, math.prod(x.shape[a] for a in dims))
+    n = slices.shape[1]
+    if n >= 2:
+        rows = np.arange(slices.shape[0])
+        at = extreme(slices, axis=1)
+        slices[rows, (at + 1) % n] = slices[rows, at]
+    return np.transpose(slices.reshape(moved.shape), np.argsort(order))

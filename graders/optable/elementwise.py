@@ -57,13 +57,14 @@ def _pow_scalar_sample(d: Draw, dtype: np.dtype) -> Sample:
 
 def _pow_scalar_at_zero(d: Draw, dtype: np.dtype) -> Sample:
     p = d.pick([0, 1, 2, 3, 0.5, 1.5, -1, -0.5])
-    bases = among(-1.0, 0.0, 1.0) if float(p).is_integer() else among(0.0, 0.5, 1.0)
+    bases = (among(-1.0, 0.0, 1.0, force=0.0) if float(p).is_integer()
+             else among(0.0, 0.5, 1.0, force=0.0))
     return Sample((d.tensor(bases(d, d.shape(1, 2), dtype)), p))
 
 
 def _pow_at_zero(d: Draw, dtype: np.dtype) -> Sample:
     sa, sb = d.broadcastable(2)
-    return Sample((d.tensor(among(0.0, 1.0, 2.0)(d, sa, dtype)),
+    return Sample((d.tensor(among(0.0, 1.0, 2.0, force=0.0)(d, sa, dtype)),
                    d.tensor(among(-1.0, 0.0, 0.5, 1.0, 2.0)(d, sb, dtype))))
 
 
@@ -73,7 +74,15 @@ def _rpow_sample(d: Draw, dtype: np.dtype) -> Sample:
 
 
 def _rpow_at_zero(d: Draw, dtype: np.dtype) -> Sample:
-    return Sample((0.0, d.tensor(among(0.0, 0.5, 1.0, 2.0)(d, d.shape(1, 2), dtype))))
+    return Sample((0.0, d.tensor(among(0.0, 0.5, 1.0, 2.0, force=0.0)(d, d.shape(1, 2), dtype))))
+
+
+def _tied_pair(d: Draw, dtype: np.dtype) -> Sample:
+    """Two broadcastable tensors from {-1, 0, 1}, tied at least at output position 0."""
+    sa, sb = d.broadcastable(2)
+    a, b = among(-1.0, 0.0, 1.0)(d, sa, dtype), among(-1.0, 0.0, 1.0)(d, sb, dtype)
+    b.flat[0] = a.flat[0]  # element 0 of each input meets at output position 0
+    return Sample((d.tensor(a), d.tensor(b)))
 
 
 def _pair_near_tie(sample: Sample) -> bool:
@@ -123,14 +132,12 @@ ARITHMETIC = [
     OpInfo(
         "maximum", "2.1", torch.maximum, ("tt.maximum", "Tensor.maximum", "tt.max"),
         binary(), autocast="none", near_kink=_pair_near_tie,
-        kinks=(Kink("ties", binary(among(-1.0, 0.0, 1.0), among(-1.0, 0.0, 1.0), empty=False),
-                    "where x == y each input gets half of the gradient"),),
+        kinks=(Kink("ties", _tied_pair, "where x == y each input gets half of the gradient"),),
     ),
     OpInfo(
         "minimum", "2.1", torch.minimum, ("tt.minimum", "Tensor.minimum", "tt.min"),
         binary(), autocast="none", near_kink=_pair_near_tie,
-        kinks=(Kink("ties", binary(among(-1.0, 0.0, 1.0), among(-1.0, 0.0, 1.0), empty=False),
-                    "where x == y each input gets half of the gradient"),),
+        kinks=(Kink("ties", _tied_pair, "where x == y each input gets half of the gradient"),),
     ),
     OpInfo(
         "where", "2.1", torch.where, ("tt.where",), _where_sample(), autocast="none",
@@ -155,9 +162,10 @@ def _clamp_kwargs(d: Draw) -> dict[str, float | None]:
 
 def _clamp_at_bounds(d: Draw, dtype: np.dtype) -> Sample:
     kwargs = _clamp_kwargs(d)
-    bounds = [v for v in kwargs.values()]
+    bounds = list(kwargs.values())
     points = sorted({*bounds, 0.0, min(bounds) - 0.5, max(bounds) + 0.5})
-    return Sample((d.tensor(among(*points)(d, d.shape(1, 2), dtype)),), kwargs)
+    values = among(*points, force=d.pick(bounds))
+    return Sample((d.tensor(values(d, d.shape(1, 2), dtype)),), kwargs)
 
 
 def _clamp_near_bound(sample: Sample) -> bool:
@@ -165,7 +173,7 @@ def _clamp_near_bound(sample: Sample) -> bool:
 
 
 def _zero_kink(rule: str, values: tuple[float, ...] = (-1.0, 0.0, 1.0)) -> Kink:
-    return Kink("zero", unary(among(*values), empty=False, max_dims=2), rule)
+    return Kink("zero", unary(among(*values, force=0.0), empty=False, max_dims=2), rule)
 
 
 def _unary_op(name: str, fn: object, values: object, autocast: str, **extra: object) -> OpInfo:

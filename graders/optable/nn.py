@@ -15,7 +15,7 @@ _F = "tt.nn.functional"
 
 
 def _zero_kink(rule: str) -> Kink:
-    return Kink("zero", unary(among(-1.0, 0.0, 1.0), empty=False, max_dims=2), rule)
+    return Kink("zero", unary(among(-1.0, 0.0, 1.0, force=0.0), empty=False, max_dims=2), rule)
 
 
 def _leaky_kwargs(d: Draw) -> dict[str, float]:
@@ -30,7 +30,7 @@ def _hardtanh_kwargs(d: Draw) -> dict[str, float]:
 def _hardtanh_at_bounds(d: Draw, dtype: np.dtype) -> Sample:
     kwargs = _hardtanh_kwargs(d)
     low, high = kwargs.get("min_val", -1.0), kwargs.get("max_val", 1.0)
-    values = among(low, high, low - 0.5, high + 0.5, (low + high) / 2)
+    values = among(low, high, low - 0.5, high + 0.5, (low + high) / 2, force=d.pick([low, high]))
     return Sample((d.tensor(values(d, d.shape(1, 2), dtype)),), kwargs)
 
 
@@ -59,7 +59,8 @@ def _mse_sample(d: Draw, dtype: np.dtype) -> Sample:
 
 def _cross_entropy_sample(offset: float = 0.0):
     """Logits (C,), (N, C) or (N, C, d) and class indices, some of them ignored;
-    every reduction, ignore_index and label_smoothing."""
+    every reduction, ignore_index and label_smoothing. With ``offset`` (the stability
+    check), logits around +-offset and no target ignored on purpose."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         classes = d.integer(1, 5)
@@ -72,11 +73,11 @@ def _cross_entropy_sample(offset: float = 0.0):
         }[layout]
         kwargs: dict[str, object] = {}
         ignore = -100
-        if d.flag():
+        if d.flag() and not offset:
             ignore = d.pick([-100, 0, 1])
             kwargs["ignore_index"] = ignore
         target = d.rng.integers(0, classes, target_shape)
-        if d.flag():  # some targets ignored
+        if d.flag() and not offset:  # some targets ignored (all of them now and then)
             target = np.where(d.rng.random(target_shape) < 0.3, ignore, target)
         if d.flag():
             kwargs["reduction"] = d.pick(["mean", "sum", "none"])
@@ -96,7 +97,7 @@ ACTIVATIONS = [
                              "only where the result is > 0)"),)),
     OpInfo("leaky_relu", "2.6", F.leaky_relu, (f"{_F}.leaky_relu",),
            unary(kwargs=_leaky_kwargs), autocast="none", near_kink=near_zero,
-           kinks=(Kink("zero", unary(among(-1.0, 0.0, 1.0), empty=False, max_dims=2,
+           kinks=(Kink("zero", unary(among(-1.0, 0.0, 1.0, force=0.0), empty=False, max_dims=2,
                                      kwargs=_leaky_kwargs),
                        "leaky_relu'(0) = negative_slope"),)),
     OpInfo("sigmoid", "2.6", torch.sigmoid, ("tt.sigmoid", "Tensor.sigmoid", f"{_F}.sigmoid"),

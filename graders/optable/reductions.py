@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ..strategies.ops import Draw, Sample
-from ._build import KINK_MARGIN, among, gap_to_runner_up, tensor_arg, uniform
+from ._build import KINK_MARGIN, among, gap_to_runner_up, tensor_arg, tie_extremes, uniform
 from .spec import Kink, OpInfo
 
 TIES = among(-1.0, 0.0, 1.0)
@@ -16,11 +16,11 @@ STABLE = 1e4  # logits around +-1e4: exp overflows (or underflows to 0) without 
 
 
 def _over_dims(values: object = uniform(), empty: bool = True, allow_none: bool = True,
-               keepdim: bool = True, nonempty_dims: bool = False):
+               keepdim: bool = True, min_side: int = 1):
     """A tensor and a ``dim`` (omitted when None) and maybe ``keepdim``."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
-        shape = d.shape(0, 3, empty=empty and not nonempty_dims)
+        shape = d.shape(1 if min_side > 1 else 0, 3, empty=empty, min_side=min_side)
         kwargs = {}
         dim = d.dims(len(shape), allow_none)
         if dim is not None:
@@ -57,11 +57,11 @@ def _count(shape: tuple[int, ...], dims: object) -> int:
     return math.prod(shape[d] for d in {d % len(shape) for d in dims})
 
 
-def _along_dim(values: object = uniform(), keepdim_kw: bool = True):
+def _along_dim(values: object = uniform(), keepdim_kw: bool = True, min_side: int = 1):
     """A tensor of at least one dim, a ``dim`` (positional) and maybe ``keepdim``."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
-        shape = d.shape(1, 3)
+        shape = d.shape(1, 3, min_side=min_side)
         dim = d.integer(-len(shape), len(shape) - 1)
         kwargs = {"keepdim": True} if keepdim_kw and d.flag() else {}
         return Sample((d.tensor(values(d, shape, dtype)), dim), kwargs)
@@ -98,11 +98,28 @@ def _near_tie_dims(sample: Sample) -> bool:
     return gap_to_runner_up(tensor_arg(sample).value, dims) < KINK_MARGIN
 
 
-def _all_reduce(values: object):
+def _all_reduce(values: object, min_dims: int = 0, min_side: int = 1):
     def sample(d: Draw, dtype: np.dtype) -> Sample:
-        return Sample((d.tensor(values(d, d.shape(0, 3), dtype)),))
+        return Sample((d.tensor(values(d, d.shape(min_dims, 3, min_side=min_side), dtype)),))
 
     return sample
+
+
+def _tied(sample_fn: object, extreme: object):
+    """``sample_fn``'s samples with the extreme of every reduced slice tied (sides >= 2)."""
+
+    def sample(d: Draw, dtype: np.dtype) -> Sample:
+        s = sample_fn(d, dtype)
+        x = tensor_arg(s)
+        dims = s.kwargs.get("dim", s.args[1] if len(s.args) > 1 else None)
+        x.value = np.asarray(tie_extremes(x.value, dims, extreme))
+        return s
+
+    return sample
+
+
+def _ties_kink(sample_fn: object, extreme: object, rule: str) -> Kink:
+    return Kink("ties", _tied(sample_fn, extreme), rule)
 
 
 REDUCTIONS = [
@@ -112,32 +129,32 @@ REDUCTIONS = [
     OpInfo("var", "2.3", torch.var, ("tt.var", "Tensor.var"), _var_sample(), autocast="none"),
     OpInfo("max", "2.3", torch.max, ("tt.max", "Tensor.max"), _all_reduce(uniform()),
            autocast="none", near_kink=_near_tie_all,
-           kinks=(Kink("ties", _all_reduce(TIES),
-                       "max() over all elements splits the gradient evenly among ties"),)),
+           kinks=(_ties_kink(_all_reduce(TIES, 1, 2), np.argmax,
+                             "max() over all elements splits the gradient evenly among ties"),)),
     OpInfo("min", "2.3", torch.min, ("tt.min", "Tensor.min"), _all_reduce(uniform()),
            autocast="none", near_kink=_near_tie_all,
-           kinks=(Kink("ties", _all_reduce(TIES),
-                       "min() over all elements splits the gradient evenly among ties"),)),
+           kinks=(_ties_kink(_all_reduce(TIES, 1, 2), np.argmin,
+                             "min() over all elements splits the gradient evenly among ties"),)),
     OpInfo("max_dim", "2.3", torch.max, ("tt.max", "Tensor.max"), _along_dim(),
            autocast="none", near_kink=_near_tie_dims,
-           kinks=(Kink("ties", _along_dim(TIES),
-                       "max(dim) returns the first maximal index and sends all of the gradient "
-                       "there"),)),
+           kinks=(_ties_kink(_along_dim(TIES, min_side=2), np.argmax,
+                             "max(dim) returns the first maximal index and sends all of the "
+                             "gradient there"),)),
     OpInfo("min_dim", "2.3", torch.min, ("tt.min", "Tensor.min"), _along_dim(),
            autocast="none", near_kink=_near_tie_dims,
-           kinks=(Kink("ties", _along_dim(TIES),
-                       "min(dim) returns the first minimal index and sends all of the gradient "
-                       "there"),)),
+           kinks=(_ties_kink(_along_dim(TIES, min_side=2), np.argmin,
+                             "min(dim) returns the first minimal index and sends all of the "
+                             "gradient there"),)),
     OpInfo("amax", "2.3", torch.amax, ("tt.amax", "Tensor.amax"),
            _over_dims(empty=False), autocast="none", near_kink=_near_tie_dims,
-           kinks=(Kink("ties", _over_dims(TIES, empty=False),
-                       "amax splits the gradient evenly among the ties of each reduced "
-                       "slice"),)),
+           kinks=(_ties_kink(_over_dims(TIES, empty=False, min_side=2), np.argmax,
+                             "amax splits the gradient evenly among the ties of each reduced "
+                             "slice"),)),
     OpInfo("amin", "2.3", torch.amin, ("tt.amin", "Tensor.amin"),
            _over_dims(empty=False), autocast="none", near_kink=_near_tie_dims,
-           kinks=(Kink("ties", _over_dims(TIES, empty=False),
-                       "amin splits the gradient evenly among the ties of each reduced "
-                       "slice"),)),
+           kinks=(_ties_kink(_over_dims(TIES, empty=False, min_side=2), np.argmin,
+                             "amin splits the gradient evenly among the ties of each reduced "
+                             "slice"),)),
     OpInfo("logsumexp", "2.3", torch.logsumexp, ("tt.logsumexp", "Tensor.logsumexp"),
            _logsumexp_sample(), autocast="fp32", stability=_logsumexp_sample(STABLE)),
     OpInfo("argmax", "2.3", torch.argmax, ("tt.argmax", "Tensor.argmax"), _argmax_sample,

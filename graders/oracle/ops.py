@@ -21,7 +21,7 @@ def _torch_args(sample: Sample, values: dict[int, np.ndarray] | None = None,
     def convert(x: Any) -> Any:
         if isinstance(x, T):
             value = x.value if values is None else values.get(id(x), x.value)
-            tensor = torch.from_numpy(np.array(value, copy=True))
+            tensor = _with_layout(value, x.layout)
             if x.grad and requires_grad:
                 tensor.requires_grad_(True)
                 leaves.append(tensor)
@@ -37,6 +37,16 @@ def _torch_args(sample: Sample, values: dict[int, np.ndarray] | None = None,
     args = [convert(a) for a in sample.args]
     kwargs = {k: convert(v) for k, v in sample.kwargs.items()}
     return args, kwargs, leaves
+
+
+def _with_layout(value: np.ndarray, layout: str) -> torch.Tensor:
+    """A torch tensor with the values and the memory layout the probe gives tinytrain."""
+    if layout == "transposed":
+        dims = tuple(reversed(range(value.ndim)))
+        return torch.from_numpy(np.ascontiguousarray(value.transpose())).permute(dims).detach()
+    if layout == "sliced":
+        return torch.from_numpy(np.repeat(value, 2, axis=-1))[..., ::2].detach()
+    return torch.from_numpy(np.array(value, copy=True))
 
 
 def _outputs(result: Any) -> list[torch.Tensor]:

@@ -87,10 +87,10 @@ class Draw:
 
     # ----- shapes ---------------------------------------------------------------------
     def shape(self, min_dims: int = 0, max_dims: int = 3, max_side: int = 4,
-              empty: bool = False) -> tuple[int, ...]:
+              empty: bool = False, min_side: int = 1) -> tuple[int, ...]:
         """A shape; with ``empty``, sometimes one dim of size 0 (where torch allows it)."""
         ndim = self.integer(min_dims, max_dims)
-        shape = [self.integer(1, max_side) for _ in range(ndim)]
+        shape = [self.integer(min_side, max_side) for _ in range(ndim)]
         if empty and ndim and self.integer(0, 7) == 0:
             shape[self.integer(0, ndim - 1)] = 0
         return tuple(shape)
@@ -129,9 +129,14 @@ class Draw:
         signs = self.rng.choice([-1.0, 1.0], shape)
         return np.asarray(signs * self.rng.uniform(low, high, shape), dtype=dtype)
 
-    def among(self, shape: tuple[int, ...], dtype: np.dtype, values: Any) -> np.ndarray:
-        """Values from a small set: ties and exact kink points on purpose."""
-        return np.asarray(self.rng.choice(np.asarray(values, dtype=np.float64), shape), dtype=dtype)
+    def among(self, shape: tuple[int, ...], dtype: np.dtype, values: Any,
+              force: float | None = None) -> np.ndarray:
+        """Values from a small set: ties and exact kink points on purpose; ``force`` is
+        put at one random position, so the kink is always there."""
+        out = self.rng.choice(np.asarray(values, dtype=np.float64), shape)
+        if force is not None and out.size:
+            out.flat[self.rng.integers(out.size)] = force
+        return np.asarray(out, dtype=dtype)
 
     def tensor(self, value: np.ndarray, grad: bool = True, layout: str | None = None) -> T:
         """A tensor argument with a drawn layout (or the one given)."""
