@@ -281,8 +281,8 @@ MUTANTS = [
         id="mse-mean-grad-not-divided",
         task="2.7",
         file="ops/loss.py",
-        find="            grad_input = grad_input / diff.data.size\n",
-        replace="",
+        find="grad_input = grad_input / diff.data.size",
+        replace="grad_input = grad_input * 1",
         why="mse_loss(reduction='mean') backward forgets the 1/N",
     ),
 ]

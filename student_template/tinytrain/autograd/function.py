@@ -10,6 +10,7 @@ produced the inputs, as in PyTorch.
 from __future__ import annotations
 
 import weakref
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -27,15 +28,17 @@ class BackwardNode:
     """
 
     _function: type[Function]
+    # Defaults, replaced on the node when its call is recorded (class attributes: one node
+    # is made per operator call, so making one must be cheap).
+    next_functions: tuple[tuple[BackwardNode | None, int], ...] = ()
+    needs_input_grad: tuple[bool, ...] = ()
+    _to_save: tuple[Any, ...] = ()
+    _saved: tuple[SavedTensor | None, ...] | None = None
+    _released = False
+    _input_meta: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = ()
+    _output_meta: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
 
     def __init__(self) -> None:
-        self.next_functions: tuple[tuple[BackwardNode | None, int], ...] = ()
-        self.needs_input_grad: tuple[bool, ...] = ()
-        self._to_save: tuple[Any, ...] = ()
-        self._saved: tuple[SavedTensor | None, ...] | None = None
-        self._released = False
-        self._input_meta: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = ()
-        self._output_meta: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
         self._tensor_hooks: dict[int, list] = {}
         self._retained: dict[int, weakref.ref] = {}
 
@@ -101,14 +104,14 @@ class BackwardNode:
                     f"(expected {n_inputs}, got {len(result)})"
                 )
             result = result + (None,) * (n_inputs - len(result))
-        return tuple(self._check_grad(i, g) for i, g in enumerate(result[:n_inputs]))
+        return tuple([self._check_grad(i, g) for i, g in enumerate(result[:n_inputs])])
 
     def _check_grad(self, index: int, grad: Any) -> np.ndarray | None:
         if grad is None or self.next_functions[index][0] is None:
             return None
-        grad = getattr(grad, "data", grad)  # a Tensor is accepted too
+        if not isinstance(grad, np.ndarray):  # a Tensor is accepted too
+            grad = np.asarray(getattr(grad, "data", grad))
         shape, dtype = self._input_meta[index]
-        grad = np.asarray(grad)
         if grad.shape != shape:
             raise RuntimeError(
                 f"Function {self.name()} returned an invalid gradient at index {index} - "
@@ -127,8 +130,10 @@ class BackwardNode:
 class AccumulateGrad(BackwardNode):
     """The node behind a leaf that requires grad: adds the gradient into ``.grad``."""
 
-    def __init__(self, variable: Any) -> None:
-        super().__init__()
+    # a leaf's hooks live on the tensor (``_backward_hooks``), never on this node
+    _tensor_hooks = _retained = MappingProxyType({})
+
+    def __init__(self, variable: Any) -> None:  # no per-node dicts: see above
         self.variable = variable
         self._output_meta = ((variable.shape, variable.data.dtype),)
 
@@ -194,20 +199,31 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward on ``args`` and record the call in the graph when needed."""
-        from ..tensor import Tensor
-
         ctx = cls._backward_cls()
         result = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(result, tuple)
         raw = (result,) if single else result
-        outputs = tuple(Tensor(np.asarray(r)) for r in raw)
+        outputs = tuple([_as_tensor(r) for r in raw])
         if ctx._to_save:
             _scalars_to_arrays(ctx, raw, outputs)
         if cls.is_view:
             _make_view(outputs[0], args[0])
-        if record(ctx, args, outputs):
+        if record(ctx, args, outputs) and ctx._to_save:
             ctx._pack_saved(outputs)
         return outputs[0] if single else outputs
+
+
+_Tensor: Any = None  # tinytrain.tensor.Tensor, imported on first use (tensor imports us)
+
+
+def _as_tensor(result: Any) -> Any:
+    """A forward result (an array, or a NumPy scalar for 0-d results) as a new Tensor."""
+    global _Tensor
+    if _Tensor is None:
+        from ..tensor import Tensor
+
+        _Tensor = Tensor
+    return _Tensor(result if type(result) is np.ndarray else np.asarray(result))
 
 
 def _scalars_to_arrays(ctx: BackwardNode, raw: tuple[Any, ...], outputs: tuple[Any, ...]) -> None:
