@@ -25,6 +25,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402 - the thread counts must be set before NumPy loads
+import itertools  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -88,11 +89,12 @@ def bench_tiny(number: int, repeat: int) -> list[tuple[str, float, float, float,
         grad = rng.uniform(-1, 1, out_shape).astype(np.float32)
         tt_grad, torch_grad = tt.tensor(grad), torch.tensor(grad)
 
-        def tt_both(tt_in: list = tt_in, tt_fn: Callable = tt_fn) -> None:
-            tt_fn(*tt_in).backward(tt_grad)
+        def tt_both(tt_in: list = tt_in, tt_fn: Callable = tt_fn, g: Any = tt_grad) -> None:
+            tt_fn(*tt_in).backward(g)
 
-        def torch_both(torch_in: list = torch_in, torch_fn: Callable = torch_fn) -> None:
-            torch_fn(*torch_in).backward(torch_grad)
+        def torch_both(torch_in: list = torch_in, torch_fn: Callable = torch_fn,
+                       g: Any = torch_grad) -> None:
+            torch_fn(*torch_in).backward(g)
 
         fwd = (best_time(lambda f=tt_fn, x=tt_in: f(*x), number, repeat),
                best_time(lambda f=torch_fn, x=torch_in: f(*x), number, repeat))
@@ -107,7 +109,7 @@ def bench_mlp(number: int, repeat: int) -> tuple[float, float, float]:
     rng = np.random.default_rng(0)
     sizes = [784, 256, 256, 10]
     weights = [((rng.standard_normal((o, i)) / np.sqrt(i)).astype(np.float32),
-                np.zeros(o, np.float32)) for i, o in zip(sizes[:-1], sizes[1:], strict=True)]
+                np.zeros(o, np.float32)) for i, o in itertools.pairwise(sizes)]
     x = rng.standard_normal((64, 784)).astype(np.float32)
     y = rng.integers(0, 10, 64)
 

@@ -105,7 +105,7 @@ def test_reproducers_run_on_the_reference(reference_tt, op, data):
     code = reproducer(op.calls[0], sample, grads_out, len(outputs))
     names: dict = {}
     with contextlib.redirect_stdout(io.StringIO()):
-        exec(compile(code, "<reproducer>", "exec"), names)  # noqa: S102 - our own snippet
+        exec(compile(code, "<reproducer>", "exec"), names)
     leaves = [v for v in names.values() if isinstance(v, reference_tt.Tensor) and v.requires_grad
               and v.grad_fn is None]
     assert len(leaves) == len(expected), code

@@ -281,7 +281,8 @@ class SandboxClient:
                 "memory?); a fresh worker runs the next test")) from None
         except protocol.ProtocolError as exc:
             self._discard_worker(kill=True)
-            raise self._poisoned(HarnessError(f"{what}: bad message from the worker: {exc}")) from None
+            error = HarnessError(f"{what}: bad message from the worker: {exc}")
+            raise self._poisoned(error) from None
         if not isinstance(reply, dict):
             raise HarnessError(f"{what}: malformed reply from the worker")
         return reply
@@ -333,7 +334,7 @@ class InProcessClient:
 
             try:
                 self._tt, self._root = worker.import_submission(str(self.submission))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 error = worker.describe_exception(exc, self._root)
                 error["kind"] = "import"
                 raise outcome_from_error(error) from exc

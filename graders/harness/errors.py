@@ -25,7 +25,7 @@ class NotImplementedInSubmission(ProbeOutcome):
     status = "not_implemented"
 
 
-class SubmissionRaised(Exception, ProbeOutcome):
+class SubmissionRaised(Exception, ProbeOutcome):  # noqa: N818 - an outcome, not an error
     """The submission raised an exception the test did not expect."""
 
     def __init__(self, exc_type: str, message: str, detail: str = "") -> None:

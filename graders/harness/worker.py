@@ -42,7 +42,7 @@ def install_import_blocker() -> None:
 
 def set_limits(memory_mb: int, file_mb: int) -> None:
     def limit(kind: int, value: int) -> None:
-        soft, hard = resource.getrlimit(kind)
+        _soft, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         resource.setrlimit(kind, (value, hard))

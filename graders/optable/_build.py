@@ -29,8 +29,12 @@ def among(*values: float, force: float | None = None) -> Values:
     return lambda d, shape, dtype: d.among(shape, dtype, values, force)
 
 
-def unary(values: Values = uniform(), empty: bool = True, max_dims: int = 3,
-          kwargs: Callable[[Draw], dict[str, Any]] | None = None) -> Callable[[Draw, np.dtype], Sample]:
+SampleFn = Callable[[Draw, np.dtype], Sample]
+DEFAULT_VALUES = uniform()  # uniform in [-2, 2]
+
+
+def unary(values: Values = DEFAULT_VALUES, empty: bool = True, max_dims: int = 3,
+          kwargs: Callable[[Draw], dict[str, Any]] | None = None) -> SampleFn:
     """One tensor of any shape (0-d, size-1 and, with ``empty``, empty dims)."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
@@ -40,8 +44,8 @@ def unary(values: Values = uniform(), empty: bool = True, max_dims: int = 3,
     return sample
 
 
-def binary(a: Values = uniform(), b: Values = uniform(), empty: bool = True
-           ) -> Callable[[Draw, np.dtype], Sample]:
+def binary(a: Values = DEFAULT_VALUES, b: Values = DEFAULT_VALUES, empty: bool = True
+           ) -> SampleFn:
     """Two tensors whose shapes broadcast together."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:

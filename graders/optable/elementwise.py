@@ -9,6 +9,9 @@ import torch
 
 from ..strategies.ops import Draw, Sample
 from ._build import (
+    DEFAULT_VALUES,
+    SampleFn,
+    Values,
     among,
     binary,
     close_to,
@@ -35,7 +38,7 @@ def _binary_ops() -> list[OpInfo]:
     return ops
 
 
-def _scalar_operand(name: str, symbol: str, fn: object, tensor_values: object) -> OpInfo:
+def _scalar_operand(name: str, symbol: str, fn: object, tensor_values: Values) -> OpInfo:
     """``x <op> s`` and ``s <op> x`` for a Python number ``s`` (type promotion keeps x's
     dtype)."""
 
@@ -90,7 +93,7 @@ def _pair_near_tie(sample: Sample) -> bool:
     return close_to(np.subtract(*np.broadcast_arrays(a, b)), 0.0)
 
 
-def _where_sample(values: object = uniform()):
+def _where_sample(values: Values = DEFAULT_VALUES) -> SampleFn:
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         sc, sa, sb = d.broadcastable(3, empty=True)
         condition = d.tensor(d.rng.random(sc) < 0.5, grad=False)

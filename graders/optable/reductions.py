@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from ..strategies.ops import Draw, Sample
-from ._build import KINK_MARGIN, among, gap_to_runner_up, tensor_arg, tie_extremes, uniform
+from ._build import (
+    DEFAULT_VALUES,
+    KINK_MARGIN,
+    SampleFn,
+    Values,
+    among,
+    gap_to_runner_up,
+    tensor_arg,
+    tie_extremes,
+    uniform,
+)
 from .spec import Kink, OpInfo
 
 TIES = among(-1.0, 0.0, 1.0)
 STABLE = 1e4  # logits around +-1e4: exp overflows (or underflows to 0) without a shift
 
 
-def _over_dims(values: object = uniform(), empty: bool = True, allow_none: bool = True,
+def _over_dims(values: Values = DEFAULT_VALUES, empty: bool = True, allow_none: bool = True,
                keepdim: bool = True, min_side: int = 1):
     """A tensor and a ``dim`` (omitted when None) and maybe ``keepdim``."""
 
@@ -32,7 +43,7 @@ def _over_dims(values: object = uniform(), empty: bool = True, allow_none: bool 
     return sample
 
 
-def _var_sample(values: object = uniform()):
+def _var_sample(values: Values = DEFAULT_VALUES):
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         s = _over_dims(values, empty=False)(d, dtype)
         x = tensor_arg(s)
@@ -57,7 +68,7 @@ def _count(shape: tuple[int, ...], dims: object) -> int:
     return math.prod(shape[d] for d in {d % len(shape) for d in dims})
 
 
-def _along_dim(values: object = uniform(), keepdim_kw: bool = True, min_side: int = 1):
+def _along_dim(values: Values = DEFAULT_VALUES, keepdim_kw: bool = True, min_side: int = 1):
     """A tensor of at least one dim, a ``dim`` (positional) and maybe ``keepdim``."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
@@ -98,14 +109,14 @@ def _near_tie_dims(sample: Sample) -> bool:
     return gap_to_runner_up(tensor_arg(sample).value, dims) < KINK_MARGIN
 
 
-def _all_reduce(values: object, min_dims: int = 0, min_side: int = 1):
+def _all_reduce(values: Values, min_dims: int = 0, min_side: int = 1) -> SampleFn:
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         return Sample((d.tensor(values(d, d.shape(min_dims, 3, min_side=min_side), dtype)),))
 
     return sample
 
 
-def _tied(sample_fn: object, extreme: object):
+def _tied(sample_fn: SampleFn, extreme: Callable[..., np.ndarray]) -> SampleFn:
     """``sample_fn``'s samples with the extreme of every reduced slice tied (sides >= 2)."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
@@ -118,7 +129,7 @@ def _tied(sample_fn: object, extreme: object):
     return sample
 
 
-def _ties_kink(sample_fn: object, extreme: object, rule: str) -> Kink:
+def _ties_kink(sample_fn: SampleFn, extreme: Callable[..., np.ndarray], rule: str) -> Kink:
     return Kink("ties", _tied(sample_fn, extreme), rule)
 
 

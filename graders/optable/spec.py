@@ -3,9 +3,9 @@ form a probe understands, a one-line description, and a tinytrain reproducer."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-import re
 from typing import Any
 
 import numpy as np
@@ -148,8 +148,8 @@ def _index_source(item: Any) -> str:
     if item is Ellipsis:
         return "..."
     if isinstance(item, slice):
-        text = f"{'' if item.start is None else item.start}:{'' if item.stop is None else item.stop}"
-        return text + (f":{item.step}" if item.step is not None else "")
+        parts = ["" if v is None else str(v) for v in (item.start, item.stop, item.step)]
+        return ":".join(parts if item.step is not None else parts[:2])
     return repr(item)
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from ._state import reset as reset_state
 
+__all__ = ["probe", "reset_state", "resolve"]
+
 _REGISTRY: dict[str, Callable[..., Any]] = {}
 
 

@@ -1,7 +1,12 @@
 """tinytrain: a small PyTorch-like training framework (import as ``tt``)."""
 
-from . import _tensor_methods  # noqa: F401 - binds operators to Tensor
-from . import autograd, dtypes, nn, ops
+from . import (
+    _tensor_methods,  # noqa: F401 - binds operators to Tensor
+    autograd,
+    dtypes,
+    nn,
+    ops,
+)
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -26,7 +31,6 @@ from .creation import (
 )
 from .dtypes import (
     DType,
-    bool_ as bool,  # noqa: A004 - PyTorch's name
     float16,
     float32,
     float64,
@@ -38,7 +42,8 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
-from .ops import (  # noqa: A004 - PyTorch's names
+from .dtypes import bool_ as bool  # PyTorch's name
+from .ops import (
     abs,
     add,
     amax,

@@ -97,7 +97,7 @@ class BackwardNode:
         if not isinstance(result, tuple):
             result = (result,)
         n_inputs = len(self.next_functions)
-        if len(result) < n_inputs:  # trailing gradients of non-differentiable inputs may be left out
+        if len(result) < n_inputs:  # trailing gradients of non-differentiable inputs: optional
             if any(self.needs_input_grad[len(result):]):
                 raise RuntimeError(
                     f"function {self.name()} returned an incorrect number of gradients "

@@ -14,7 +14,7 @@ class MseLoss(Function):
     """Mean (or sum, or each) of ``(input - target) ** 2``; both inputs differentiable."""
 
     @staticmethod
-    def forward(ctx: BackwardNode, input: Tensor, target: Tensor, reduction: str) -> np.ndarray:  # noqa: A002
+    def forward(ctx: BackwardNode, input: Tensor, target: Tensor, reduction: str) -> np.ndarray:
         # BEGIN SOLUTION 2.7
         diff = input.data - target.data
         ctx.save_for_backward(diff)
@@ -44,7 +44,7 @@ class CrossEntropy(Function):
     @staticmethod
     def forward(
         ctx: BackwardNode,
-        input: Tensor,  # noqa: A002
+        input: Tensor,
         target: Tensor,
         ignore_index: int,
         reduction: str,
@@ -92,7 +92,7 @@ class CrossEntropy(Function):
         # END SOLUTION
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean squared error (``reduction`` "mean", "sum" or "none"); same shapes only."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -105,7 +105,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
 
 
 def cross_entropy(
-    input: Tensor,  # noqa: A002
+    input: Tensor,
     target: Tensor,
     ignore_index: int = -100,
     reduction: str = "mean",

@@ -234,7 +234,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = input.shape
-    return reshape(input, shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :])
+    return reshape(input, (*shape[:start], math.prod(shape[start : end + 1]), *shape[end + 1 :]))
 
 
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
@@ -253,7 +253,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """A size-1 dim inserted at ``dim`` (in ``[-ndim-1, ndim]``)."""
     dim = _dim(dim, input.ndim + 1)
     shape = input.shape
-    return View.apply(input, shape[:dim] + (1,) + shape[dim:])
+    return View.apply(input, (*shape[:dim], 1, *shape[dim:]))
 
 
 def permute(input: Tensor, *dims: Any) -> Tensor:

@@ -128,7 +128,7 @@ class Clamp(Function):
     """``min(max(a, min), max)``; either bound may be None."""
 
     @staticmethod
-    def forward(ctx: BackwardNode, a: Tensor, min: float | None, max: float | None) -> np.ndarray:  # noqa: A002
+    def forward(ctx: BackwardNode, a: Tensor, min: float | None, max: float | None) -> np.ndarray:
         # BEGIN SOLUTION 2.2
         ctx.save_for_backward(a)
         ctx.bounds = (min, max)
@@ -237,7 +237,7 @@ def sign(input: Tensor) -> Tensor:
     return Sign.apply(input)
 
 
-def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
     """Limit ``input`` to ``[min, max]`` (Python number bounds; either may be None)."""
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")

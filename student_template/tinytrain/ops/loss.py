@@ -14,7 +14,7 @@ class MseLoss(Function):
     """Mean (or sum, or each) of ``(input - target) ** 2``; both inputs differentiable."""
 
     @staticmethod
-    def forward(ctx: BackwardNode, input: Tensor, target: Tensor, reduction: str) -> np.ndarray:  # noqa: A002
+    def forward(ctx: BackwardNode, input: Tensor, target: Tensor, reduction: str) -> np.ndarray:
         raise NotImplementedError("task 2.7: Losses: mse_loss and cross_entropy")
 
     @staticmethod
@@ -29,7 +29,7 @@ class CrossEntropy(Function):
     @staticmethod
     def forward(
         ctx: BackwardNode,
-        input: Tensor,  # noqa: A002
+        input: Tensor,
         target: Tensor,
         ignore_index: int,
         reduction: str,
@@ -45,7 +45,7 @@ class CrossEntropy(Function):
         raise NotImplementedError("task 2.7: Losses: mse_loss and cross_entropy")
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean squared error (``reduction`` "mean", "sum" or "none"); same shapes only."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -58,7 +58,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
 
 
 def cross_entropy(
-    input: Tensor,  # noqa: A002
+    input: Tensor,
     target: Tensor,
     ignore_index: int = -100,
     reduction: str = "mean",
