@@ -232,11 +232,13 @@ def _scalars_to_arrays(ctx: BackwardNode, raw: tuple[Any, ...], outputs: tuple[A
     if not any(isinstance(x, np.generic) for x in ctx._to_save):
         return
     as_output = {id(r): o.data for r, o in zip(raw, outputs, strict=True)}
-    ctx._to_save = tuple(
-        (as_output.get(id(x)) if id(x) in as_output else np.asarray(x))
-        if isinstance(x, np.generic) else x
-        for x in ctx._to_save
-    )
+
+    def as_array(x: Any) -> Any:
+        if not isinstance(x, np.generic):
+            return x
+        return as_output[id(x)] if id(x) in as_output else np.asarray(x)
+
+    ctx._to_save = tuple(as_array(x) for x in ctx._to_save)
 
 
 def _make_view(view: Any, base: Any) -> None:
