@@ -46,9 +46,11 @@ def assert_close(
     check_dtype: bool = True,
     case: str | None = None,
     reproducer: str | None = None,
+    against: str = "PyTorch",
 ) -> None:
     """Fail unless ``got`` matches ``expected`` as torch.testing.assert_close would:
-    same shape (and dtype), NaN where NaN, ``|got - expected| <= atol + rtol * |expected|``."""
+    same shape (and dtype), NaN where NaN, ``|got - expected| <= atol + rtol * |expected|``.
+    ``against`` names where ``expected`` comes from, for the message."""
     footer = _footer(case, reproducer)
     if expected is None or got is None:
         if expected is None and got is None:
@@ -62,11 +64,11 @@ def assert_close(
     expected = np.asarray(expected)
     if got.shape != expected.shape:
         raise AssertionError(
-            f"{what}: shape {got.shape} but PyTorch gives {expected.shape}{footer}"
+            f"{what}: shape {got.shape} but {against} gives {expected.shape}{footer}"
         )
     if check_dtype and got.dtype != expected.dtype:
         raise AssertionError(
-            f"{what}: dtype {got.dtype} but PyTorch gives {expected.dtype}{footer}"
+            f"{what}: dtype {got.dtype} but {against} gives {expected.dtype}{footer}"
         )
     default_rtol, default_atol = tolerance(expected.dtype.name)
     rtol = default_rtol if rtol is None else rtol
@@ -86,7 +88,7 @@ def assert_close(
     idx = np.unravel_index(int(np.argmax(excess)), bad.shape) if bad.ndim else ()
     where = f" at index {tuple(int(i) for i in idx)}" if bad.ndim else ""
     raise AssertionError(
-        f"{what}: {int(bad.sum())} of {bad.size} elements differ from PyTorch\n"
+        f"{what}: {int(bad.sum())} of {bad.size} elements differ from {against}\n"
         f"  worst{where}: got {_fmt(g[idx])}, expected {_fmt(e[idx])} "
         f"(|diff| {_fmt(diff[idx])} > tolerance {_fmt(allowed[idx])} = "
         f"atol {atol:g} + rtol {rtol:g} * |expected|)"

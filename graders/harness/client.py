@@ -319,7 +319,8 @@ class SandboxClient:
                 "memory?); a fresh worker runs the next test")) from None
         except protocol.ProtocolError as exc:
             self._discard_worker(kill=True)
-            raise self._poisoned(HarnessError(f"{what}: bad message from the worker: {exc}")) from None
+            error = HarnessError(f"{what}: bad message from the worker: {exc}")
+            raise self._poisoned(error) from None
         if not isinstance(reply, dict):
             raise HarnessError(f"{what}: malformed reply from the worker")
         return reply

@@ -101,7 +101,7 @@ def serve(fd_in: int, fd_out: int, submission: str) -> None:
     try:
         tt, root = import_submission(submission)
         import_error = None
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - whatever the submission raises on import
         tt, import_error = None, describe_exception(exc, root)
         import_error["kind"] = "import"
     while True:
@@ -119,7 +119,7 @@ def serve(fd_in: int, fd_out: int, submission: str) -> None:
             reply = run_probe(tt, root, probes, request)
         try:
             data = protocol.encode(reply)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - an observation that cannot be sent
             data = protocol.encode(
                 {"ok": False, "error": {"kind": "harness", "type": type(exc).__name__,
                                         "message": f"probe result could not be sent: {exc}",
@@ -133,14 +133,14 @@ def serve(fd_in: int, fd_out: int, submission: str) -> None:
 def run_probe(tt: Any, root: str, probes: Any, request: dict[str, Any]) -> dict[str, Any]:
     try:
         fn = probes.resolve(request["probe"])
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - an unknown probe name
         return {"ok": False, "error": {"kind": "harness", "type": type(exc).__name__,
                                        "message": str(exc), "traceback": ""}}
     try:
         probes.reset_state(tt)
         value = fn(tt, *request.get("args", []), **request.get("kwargs", {}))
         return {"ok": True, "value": value}
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from student code included
         return {"ok": False, "error": describe_exception(exc, root)}
     finally:
         sys.stdout.flush()

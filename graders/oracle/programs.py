@@ -20,7 +20,8 @@ _OPS = {
 def build(program: dict[str, Any], leaves: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
     """Every value of the program, leaves first (new leaves unless given)."""
     if leaves is None:
-        leaves = [torch.tensor(np.asarray(v), requires_grad=bool(rg)) for v, rg in program["leaves"]]
+        leaves = [torch.tensor(np.asarray(v), requires_grad=bool(rg))
+                  for v, rg in program["leaves"]]
     values = list(leaves)
     for op, *args in program["ops"]:
         if op == "scale":
@@ -33,7 +34,8 @@ def build(program: dict[str, Any], leaves: list[torch.Tensor] | None = None) -> 
 def graph(program: dict[str, Any]) -> list[dict[str, Any]]:
     """requires_grad / is_leaf / has_grad_fn of every value, as torch sets them."""
     return [
-        {"requires_grad": v.requires_grad, "is_leaf": v.is_leaf, "has_grad_fn": v.grad_fn is not None}
+        {"requires_grad": v.requires_grad, "is_leaf": v.is_leaf,
+         "has_grad_fn": v.grad_fn is not None}
         for v in build(program)
     ]
 

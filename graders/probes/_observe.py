@@ -31,6 +31,6 @@ def raised(fn: Callable[[], Any]) -> dict[str, Any]:
         fn()
     except NotImplementedError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the exception is the observation
         return {"type": type(exc).__name__, "message": str(exc)[:2000]}
     return {"type": None, "message": ""}

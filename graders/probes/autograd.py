@@ -165,7 +165,7 @@ def grad_mode_threads(tt: Any) -> dict[str, Any]:
                 seen["other"] = bool(tt.is_grad_enabled())
                 inside.set()
                 release.wait(5)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the probe's thread
             failure.append(exc)
         finally:
             inside.set()

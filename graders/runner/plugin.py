@@ -41,7 +41,9 @@ def _falsifying_example(exc: BaseException) -> str:
 
 
 def _truncate(text: str, limit: int = MAX_MESSAGE) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters]"
 
 
 class GradingPlugin:
@@ -70,7 +72,8 @@ class GradingPlugin:
         if report.failed:
             self.collection_errors.append(f"{report.nodeid}: {report.longreprtext[-2000:]}")
 
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
         keep, drop = [], []
         for item in items:
             marker = item.get_closest_marker("task")
@@ -113,5 +116,5 @@ class GradingPlugin:
             exc = call.excinfo.value if call.excinfo is not None else None
             try:
                 self._outcomes[item.nodeid] = classify(exc)
-            except Exception as bug:
+            except Exception as bug:  # noqa: BLE001 - one bad report must not stop grading
                 self._outcomes[item.nodeid] = ("error", f"internal grader error: {bug!r}")

@@ -71,7 +71,9 @@ def run_suites(
         finally:
             client.close()
     if plugin.collection_errors:
-        raise GradingError("the grader suites failed to load:\n" + "\n".join(plugin.collection_errors))
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        errors = "\n".join(plugin.collection_errors)
+        raise GradingError(f"the grader suites failed to load:\n{errors}")
+    graded = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
+    if code not in graded:
         raise GradingError(f"pytest stopped with exit code {int(code)}")
     return plugin.results

@@ -52,7 +52,8 @@ def programs(draw: Any, max_ops: int = 8, all_require_grad: bool = False) -> dic
 def describe(program: dict[str, Any]) -> str:
     """A one-line summary for failure messages."""
     leaves = ", ".join(
-        f"x{i}{list(np.shape(v))}{' rg' if rg else ''}" for i, (v, rg) in enumerate(program["leaves"])
+        f"x{i}{list(np.shape(v))}{' rg' if rg else ''}"
+        for i, (v, rg) in enumerate(program["leaves"])
     )
     ops = "; ".join(f"v{len(program['leaves']) + i}={op}({', '.join(map(str, a))})"
                     for i, (op, *a) in enumerate(program["ops"]))

@@ -33,7 +33,8 @@ def program_reproducer(program: dict[str, Any], calls: int = 1, backward: bool =
     names = []
     for i, (value, rg) in enumerate(program["leaves"]):
         names.append(f"x{i}")
-        lines.append(f"x{i} = tt.tensor({literal(value)}, dtype=tt.float64, requires_grad={bool(rg)})")
+        lines.append(f"x{i} = tt.tensor({literal(value)}, dtype=tt.float64, "
+                     f"requires_grad={bool(rg)})")
     body = []
     for op, *args in program["ops"]:
         name = f"v{len(names)}"

@@ -58,8 +58,10 @@ def ones(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> Te
     return Tensor(np.ones(_shape(size), _np_dtype(dtype)), requires_grad=requires_grad)
 
 
-def full(size: Any, fill_value: float, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.full(_shape((size,)), fill_value, _np_dtype(dtype)), requires_grad=requires_grad)
+def full(size: Any, fill_value: float, dtype: DTypeLike = None,
+         requires_grad: bool = False) -> Tensor:
+    values = np.full(_shape((size,)), fill_value, _np_dtype(dtype))
+    return Tensor(values, requires_grad=requires_grad)
 
 
 def empty(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
@@ -74,7 +76,8 @@ def ones_like(t: Tensor, dtype: DTypeLike = None, requires_grad: bool = False) -
     return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
 
 
-def arange(start: float, end: float | None = None, step: float = 1, dtype: DTypeLike = None) -> Tensor:
+def arange(start: float, end: float | None = None, step: float = 1,
+           dtype: DTypeLike = None) -> Tensor:
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)

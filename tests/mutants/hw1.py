@@ -7,7 +7,7 @@ MUTANTS = [
         id="records-without-requires-grad",
         task="1.1",
         file="autograd/function.py",
-        find="""    if not any(getattr(t, "_requires_grad", False) for t in inputs):
+        find="""    if True not in needs:
         return False
 """,
         replace="",
@@ -25,7 +25,8 @@ MUTANTS = [
         id="shared-parameter-one-path",
         task="1.2",
         file="autograd/engine.py",
-        find="    buffer[output_nr] = grad if buffer[output_nr] is None else buffer[output_nr] + grad",
+        find="    buffer[output_nr] = grad if buffer[output_nr] is None else "
+             "buffer[output_nr] + grad",
         replace="    buffer[output_nr] = grad",
         why="a value used on several paths receives only the last path's gradient",
     ),
@@ -41,7 +42,8 @@ MUTANTS = [
         id="no-topological-order",
         task="1.2",
         file="autograd/engine.py",
-        find="            if dependencies[next_node] == 0:\n                ready.append(next_node)",
+        find="            if dependencies[next_node] == 0:\n"
+             "                ready.append(next_node)",
         replace="            ready.append(next_node)",
         why="a node runs as soon as one gradient reaches it, before all its consumers ran",
     ),

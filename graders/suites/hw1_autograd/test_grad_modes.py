@@ -22,7 +22,7 @@ def test_nested_modes_match_torch(submission, script):
     expected = run_script(script)
     assert_equal(len(got), len(expected), what="number of checks reached")
     program = describe(script)
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=False)):
         assert_equal(g, e, what=f"check #{i + 1} [is_grad_enabled, records]",
                      case=f"{CHECK_HELP}:\n{program}")
 
@@ -33,7 +33,8 @@ def test_modes_restored_when_block_raises(submission):
     got = submission.call("autograd.grad_mode_restored_after_exception")
     for kind, state in got.items():
         assert_equal(state, [True, False],
-                     what=f"[is_grad_enabled, is_inference_mode_enabled] after an exception in {kind}")
+                     what="[is_grad_enabled, is_inference_mode_enabled] after an exception "
+                          f"in {kind}")
 
 
 @task("1.3")

@@ -54,8 +54,10 @@ def test_hooks_see_and_replace_gradients(submission, x, factor):
     case = f"x = {literal(x)}; mid = sin(x) with a hook returning grad * {factor}; y = 2 * mid"
     assert_equal(len(got["mid_calls"]), 1, what="calls of the hook on mid", case=case)
     assert_equal(len(got["leaf_calls"]), 1, what="calls of the hook on x", case=case)
-    assert_close(got["mid_calls"][0], seen_mid[0].numpy(), what="gradient the mid hook saw", case=case)
-    assert_close(got["leaf_calls"][0], seen_leaf[0].numpy(), what="gradient the x hook saw", case=case)
+    assert_close(got["mid_calls"][0], seen_mid[0].numpy(), what="gradient the mid hook saw",
+                 case=case)
+    assert_close(got["leaf_calls"][0], seen_leaf[0].numpy(), what="gradient the x hook saw",
+                 case=case)
     assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case)
 
 

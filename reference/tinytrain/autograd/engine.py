@@ -26,7 +26,8 @@ def backward(
     grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
-    roots = [(gradient_edge(t), _root_grad(i, t, g)) for i, (t, g) in enumerate(zip(tensors, grads))]
+    roots = [(gradient_edge(t), _root_grad(i, t, g))
+             for i, (t, g) in enumerate(zip(tensors, grads, strict=True))]
     run_backward(roots, retain_graph)
 
 
@@ -84,7 +85,7 @@ def run_backward(
             input_grads = (None,) * len(node.next_functions)
         if not retain_graph:
             node._release()
-        for (next_node, nr), grad in zip(node.next_functions, input_grads):
+        for (next_node, nr), grad in zip(node.next_functions, input_grads, strict=False):
             if next_node is None:
                 continue
             if next_node not in buffers:

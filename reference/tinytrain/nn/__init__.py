@@ -1,7 +1,8 @@
 """Neural-network building blocks (``tt.nn``)."""
 
+from . import functional
 from .container import ModuleDict, ModuleList, Sequential
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Module", "ModuleDict", "ModuleList", "Parameter", "Sequential"]
+__all__ = ["Module", "ModuleDict", "ModuleList", "Parameter", "Sequential", "functional"]

@@ -34,6 +34,8 @@ def _as_dtype(x: Any, dtype: np.dtype) -> Tensor:
 
 def sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Reduce a broadcast gradient back to ``shape`` (the inverse of broadcasting)."""
+    # BEGIN SOLUTION 2.1
+    # HINT: broadcasting prepends dims and stretches size-1 dims; sum over both kinds.
     if grad.shape == shape:
         return grad
     extra = grad.ndim - len(shape)
@@ -43,3 +45,4 @@ def sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if ones:
         grad = grad.sum(axis=ones, keepdims=True)
     return grad
+    # END SOLUTION

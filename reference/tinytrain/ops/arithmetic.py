@@ -1,4 +1,9 @@
-"""Elementwise arithmetic with broadcasting."""
+"""Elementwise arithmetic with broadcasting (task 2.1).
+
+A binary op broadcasts its operands as NumPy does, so its backward must sum each
+gradient back to its operand's shape (``sum_to_shape``): the engine checks shapes and
+does not reduce for you.
+"""
 
 from __future__ import annotations
 
@@ -6,57 +11,128 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd.function import BackwardNode, Function
 from ..tensor import Tensor
 from ._helpers import promote, sum_to_shape
+from .conversion import to_dtype
 
 
 class Add(Function):
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
+        # HINT: backward needs only the two input shapes
         ctx.shapes = (a.shape, b.shape)
         return a.data + b.data
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # BEGIN SOLUTION 2.1
         a_shape, b_shape = ctx.shapes
         return sum_to_shape(grad, a_shape), sum_to_shape(grad, b_shape)
+        # END SOLUTION
 
 
 class Sub(Function):
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
         ctx.shapes = (a.shape, b.shape)
         return a.data - b.data
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # BEGIN SOLUTION 2.1
         a_shape, b_shape = ctx.shapes
         return sum_to_shape(grad, a_shape), sum_to_shape(-grad, b_shape)
+        # END SOLUTION
 
 
 class Mul(Function):
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
         ctx.save_for_backward(a, b)
         return a.data * b.data
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        # BEGIN SOLUTION 2.1
+        # HINT: skip the gradients nobody needs (ctx.needs_input_grad) and return None there
         a, b = ctx.saved_tensors
         grad_a = sum_to_shape(grad * b.data, a.shape) if ctx.needs_input_grad[0] else None
         grad_b = sum_to_shape(grad * a.data, b.shape) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
+        # END SOLUTION
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
+        ctx.save_for_backward(a, b)
+        return a.data / b.data
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        # BEGIN SOLUTION 2.1
+        a, b = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = sum_to_shape(grad / b.data, a.shape)
+        if ctx.needs_input_grad[1]:
+            grad_b = sum_to_shape(-grad * ((a.data / b.data) / b.data), b.shape)
+        return grad_a, grad_b
+        # END SOLUTION
 
 
 class Neg(Function):
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
         return -a.data
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
         return -grad
+        # END SOLUTION
+
+
+class Pow(Function):
+    """``a ** b`` for two tensors; saves ``a``, ``b`` and the result."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
+        result = np.power(a.data, b.data)
+        ctx.save_for_backward(a, b, result)
+        return result
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        # BEGIN SOLUTION 2.1
+        # HINT: d/da = b * a^(b-1), but 0 where b == 0 (even at a == 0);
+        # HINT: d/db = a^b * log(a), but 0 where a == 0 and b >= 0 (PyTorch's choices)
+        a, b, result = ctx.saved_tensors
+        a, b = a.data, b.data
+        grad_a = grad_b = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_input_grad[0]:
+                local = np.where(b == 0, 0, b * np.power(a, b - 1))
+                grad_a = sum_to_shape(grad * local, a.shape)
+            if ctx.needs_input_grad[1]:
+                local = np.where((a == 0) & (b >= 0), 0, result.data * np.log(a))
+                grad_b = sum_to_shape(grad * local, b.shape)
+        return grad_a, grad_b
+        # END SOLUTION
 
 
 class PowScalar(Function):
@@ -64,18 +140,91 @@ class PowScalar(Function):
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, exponent: float) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
         ctx.save_for_backward(a)
         ctx.exponent = exponent
         return np.power(a.data, a.data.dtype.type(exponent))
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
+        # HINT: at a == 0 the gradient is p * 0^(p-1): 0 for p = 0 (not 0 * inf), inf for p = 0.5
         (a,) = ctx.saved_tensors
         p = ctx.exponent
         if p == 0:
             return np.zeros_like(grad)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return grad * p * np.power(a.data, a.data.dtype.type(p - 1))
+            return grad * (p * np.power(a.data, a.data.dtype.type(p - 1)))
+        # END SOLUTION
+
+
+class Maximum(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
+        ctx.save_for_backward(a, b)
+        return np.maximum(a.data, b.data)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # BEGIN SOLUTION 2.1
+        # HINT: where a == b, each input gets half of the gradient
+        a, b = ctx.saved_tensors
+        return _select_backward(grad, a, b, a.data > b.data)
+        # END SOLUTION
+
+
+class Minimum(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
+        ctx.save_for_backward(a, b)
+        return np.minimum(a.data, b.data)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # BEGIN SOLUTION 2.1
+        a, b = ctx.saved_tensors
+        return _select_backward(grad, a, b, a.data < b.data)
+        # END SOLUTION
+
+
+def _select_backward(
+    grad: np.ndarray, a: Tensor, b: Tensor, a_wins: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients of maximum/minimum: to the winner, split in half on ties."""
+    # BEGIN SOLUTION 2.1
+    tie = a.data == b.data
+    half = grad / 2
+    grad_a = np.where(tie, half, np.where(a_wins, grad, 0))
+    grad_b = np.where(tie, half, np.where(a_wins, 0, grad))
+    return sum_to_shape(grad_a, a.shape), sum_to_shape(grad_b, b.shape)
+    # END SOLUTION
+
+
+class Where(Function):
+    """``where(condition, a, b)``; ``condition`` is a bool tensor (not differentiable)."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, condition: Tensor, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.1
+        ctx.condition = condition.data
+        ctx.shapes = (a.shape, b.shape)
+        return np.where(condition.data, a.data, b.data)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[None, np.ndarray, np.ndarray]:
+        # BEGIN SOLUTION 2.1
+        # HINT: the branch not selected gets exactly 0, even where grad is inf or NaN
+        a_shape, b_shape = ctx.shapes
+        grad_a = sum_to_shape(np.where(ctx.condition, grad, 0), a_shape)
+        grad_b = sum_to_shape(np.where(ctx.condition, 0, grad), b_shape)
+        return None, grad_a, grad_b
+        # END SOLUTION
 
 
 def add(input: Any, other: Any) -> Tensor:
@@ -93,13 +242,39 @@ def mul(input: Any, other: Any) -> Tensor:
     return Mul.apply(*promote(input, other))
 
 
+def div(input: Any, other: Any) -> Tensor:
+    """``input / other`` (true division) with broadcasting."""
+    a, b = promote(input, other)
+    if not a.dtype.is_floating_point:  # integers divide into the default float dtype
+        default = dtypes.get_default_dtype()
+        a, b = to_dtype(a, default), to_dtype(b, default)
+    return Div.apply(a, b)
+
+
 def neg(input: Tensor) -> Tensor:
     """``-input``."""
     return Neg.apply(input)
 
 
-def pow(input: Tensor, exponent: float) -> Tensor:
-    """``input ** exponent`` for a Python number exponent."""
-    if isinstance(exponent, Tensor):
-        raise NotImplementedError("pow with a tensor exponent is added in assignment 2")
+def pow(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent``: a tensor raised to a Python number or to a tensor
+    (broadcast), or a Python number raised to a tensor."""
+    if isinstance(exponent, Tensor) or not isinstance(input, Tensor):
+        return Pow.apply(*promote(input, exponent))
     return PowScalar.apply(input, exponent)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum with broadcasting; ties split the gradient evenly."""
+    return Maximum.apply(*promote(input, other))
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum with broadcasting; ties split the gradient evenly."""
+    return Minimum.apply(*promote(input, other))
+
+
+def where(condition: Tensor, input: Any, other: Any) -> Tensor:
+    """``input`` where ``condition`` holds, else ``other`` (all three broadcast)."""
+    a, b = promote(input, other)
+    return Where.apply(condition, a, b)

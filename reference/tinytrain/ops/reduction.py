@@ -1,37 +1,316 @@
-"""Reductions."""
+"""Reductions (task 2.3).
+
+The backward of a reduction broadcasts the gradient back over the reduced dims (put them
+back first when ``keepdim=False``). Ties follow PyTorch: ``max()``, ``amax`` and friends
+split the gradient evenly among tied elements; ``max(dim)`` sends all of it to the index
+it returned, the first maximal one.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..autograd.function import BackwardNode, Function
 from ..tensor import Tensor
+from .arithmetic import maximum, minimum
 
 
-def _dims(dim: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+def _dims(dim: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[int, ...]:
+    """The reduced axes, non-negative and sorted; None or () mean every axis. A 0-d
+    tensor accepts dim 0 or -1 and has no axis to reduce."""
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return tuple(sorted(d % max(ndim, 1) for d in dims))
+    if not dims:
+        return tuple(range(ndim))
+    bound = ndim or 1
+    for d in dims:
+        if not -bound <= d < bound:
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], "
+                f"but got {d})"
+            )
+    return () if ndim == 0 else tuple(sorted(d % ndim for d in dims))
+
+
+def _restore_dims(grad: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
+    """Put the reduced dims back (as size 1) so ``grad`` broadcasts against the input."""
+    return grad if keepdim else np.expand_dims(grad, dims)
 
 
 class Sum(Function):
     @staticmethod
-    def forward(ctx: BackwardNode, a: Tensor, dim: Any = None, keepdim: bool = False) -> np.ndarray:
-        ctx.dims = _dims(dim, a.ndim)
-        ctx.keepdim = keepdim
-        ctx.shape = a.shape
-        return np.asarray(a.data.sum(axis=ctx.dims, keepdims=keepdim))
+    def forward(ctx: BackwardNode, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, a.shape
+        return a.data.sum(axis=dims, keepdims=keepdim)
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
-        if not ctx.keepdim and ctx.shape:
-            grad = np.expand_dims(grad, ctx.dims)
+        # BEGIN SOLUTION 2.3
+        # HINT: every input element contributed once: broadcast the gradient back
+        grad = _restore_dims(grad, ctx.dims, ctx.keepdim)
         return np.broadcast_to(grad, ctx.shape).copy()
+        # END SOLUTION
+
+
+class Mean(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, a.shape
+        count = math.prod(a.shape[d] for d in dims)
+        with np.errstate(invalid="ignore", divide="ignore"):  # the mean of nothing is NaN
+            return a.data.sum(axis=dims, keepdims=keepdim) / count
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        count = math.prod(ctx.shape[d] for d in ctx.dims)
+        grad = _restore_dims(grad, ctx.dims, ctx.keepdim)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.broadcast_to(grad / count, ctx.shape).copy()
+        # END SOLUTION
+
+
+class Var(Function):
+    """Variance with ``correction`` (1: the unbiased estimate, 0: the biased one)."""
+
+    @staticmethod
+    def forward(
+        ctx: BackwardNode, a: Tensor, dims: tuple[int, ...], correction: float, keepdim: bool
+    ) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        ctx.save_for_backward(a)
+        ctx.dims, ctx.keepdim, ctx.correction = dims, keepdim, correction
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return a.data.var(axis=dims, ddof=correction, keepdims=keepdim)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        # HINT: d var / d x_i = 2 (x_i - mean) / (N - correction)
+        (a,) = ctx.saved_tensors
+        count = math.prod(a.shape[d] for d in ctx.dims)
+        grad = _restore_dims(grad, ctx.dims, ctx.keepdim)
+        centered = a.data - a.data.mean(axis=ctx.dims, keepdims=True)
+        dof = count - ctx.correction
+        scale = 2.0 / dof if dof > 0 else math.inf
+        with np.errstate(invalid="ignore"):
+            return scale * grad * centered
+        # END SOLUTION
+
+
+class Amax(Function):
+    """The largest value over ``dims``; ties share the gradient evenly (also ``max()``)."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        result = a.data.max(axis=dims, keepdims=True)
+        ctx.save_for_backward(a, result)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return result if keepdim else result.squeeze(dims)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        # HINT: count the elements equal to the result in each reduced slice
+        a, result = ctx.saved_tensors
+        ties = a.data == result.data
+        grad = _restore_dims(grad, ctx.dims, ctx.keepdim)
+        return (grad / ties.sum(axis=ctx.dims, keepdims=True, dtype=grad.dtype)) * ties
+        # END SOLUTION
+
+
+class Amin(Amax):
+    """The smallest value over ``dims``; backward is Amax's (ties share evenly)."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        result = a.data.min(axis=dims, keepdims=True)
+        ctx.save_for_backward(a, result)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return result if keepdim else result.squeeze(dims)
+        # END SOLUTION
+
+
+class MaxDim(Function):
+    """``max(input, dim)``: values and the index of the first maximum along ``dim``."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, dim: int, keepdim: bool) -> tuple[np.ndarray, ...]:
+        # BEGIN SOLUTION 2.3
+        # HINT: np.argmax returns the first maximal index, as PyTorch does
+        indices = np.argmax(a.data, axis=dim, keepdims=True)
+        return _take_along(ctx, a, indices, dim, keepdim)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray, grad_indices: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        # HINT: all of the gradient goes to the returned index, none to other tied elements
+        grad_in = np.zeros(ctx.shape, dtype=grad.dtype)
+        grad = _restore_dims(grad, (ctx.dim,), ctx.keepdim)
+        np.put_along_axis(grad_in, ctx.indices, grad, axis=ctx.dim)
+        return grad_in
+        # END SOLUTION
+
+
+class MinDim(MaxDim):
+    """``min(input, dim)``; backward is MaxDim's."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, dim: int, keepdim: bool) -> tuple[np.ndarray, ...]:
+        # BEGIN SOLUTION 2.3
+        indices = np.argmin(a.data, axis=dim, keepdims=True)
+        return _take_along(ctx, a, indices, dim, keepdim)
+        # END SOLUTION
+
+
+def _take_along(
+    ctx: BackwardNode, a: Tensor, indices: np.ndarray, dim: int, keepdim: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The values at ``indices`` (keepdims form) and the indices, as max/min(dim) return them."""
+    # BEGIN SOLUTION 2.3
+    ctx.shape, ctx.dim, ctx.keepdim, ctx.indices = a.shape, dim, keepdim, indices
+    values = np.take_along_axis(a.data, indices, axis=dim)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values, indices.astype(np.int64, copy=False)
+    # END SOLUTION
+
+
+class Logsumexp(Function):
+    """``log(sum(exp(a)))`` over ``dims``, computed without overflow."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        # HINT: shift by the maximum so exp cannot overflow (and skip an infinite maximum)
+        shift = a.data.max(axis=dims, keepdims=True, initial=-np.inf)
+        shift = np.where(np.isinf(shift), 0, shift)
+        with np.errstate(divide="ignore"):
+            result = np.log(np.exp(a.data - shift).sum(axis=dims, keepdims=True)) + shift
+        ctx.save_for_backward(a, result)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return result if keepdim else result.squeeze(dims)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        a, result = ctx.saved_tensors
+        grad = _restore_dims(grad, ctx.dims, ctx.keepdim)
+        with np.errstate(invalid="ignore"):
+            return grad * np.exp(a.data - result.data)
+        # END SOLUTION
+
+
+class Argmax(Function):
+    """Index of the first maximum (flat when ``dim`` is None); not differentiable."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, dim: int | None, keepdim: bool) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        return np.argmax(a.data, axis=dim, keepdims=keepdim).astype(np.int64, copy=False)
+        # END SOLUTION
+
+
+class Argmin(Function):
+    """Index of the first minimum (flat when ``dim`` is None); not differentiable."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, dim: int | None, keepdim: bool) -> np.ndarray:
+        # BEGIN SOLUTION 2.3
+        return np.argmin(a.data, axis=dim, keepdims=keepdim).astype(np.int64, copy=False)
+        # END SOLUTION
+
+
+class ValuesIndices(NamedTuple):
+    """What ``max(dim)`` / ``min(dim)`` return (PyTorch's ``torch.return_types.max``)."""
+
+    values: Tensor
+    indices: Tensor
 
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    """Sum over ``dim`` (all elements when None)."""
-    return Sum.apply(input, dim, keepdim)
+    """Sum over ``dim`` (an int or a tuple; every dim when None)."""
+    return Sum.apply(input, _dims(dim, input.ndim), keepdim)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Mean over ``dim`` (an int or a tuple; every dim when None)."""
+    return Mean.apply(input, _dims(dim, input.ndim), keepdim)
+
+
+def var(
+    input: Tensor,
+    dim: Any = None,
+    *,
+    correction: float | None = None,
+    keepdim: bool = False,
+    unbiased: bool | None = None,
+) -> Tensor:
+    """Variance over ``dim``, dividing by ``N - correction`` (default 1: unbiased)."""
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return Var.apply(input, _dims(dim, input.ndim), correction, keepdim)
+
+
+def _single_dim(dim: int, ndim: int) -> int:
+    if ndim == 0:
+        raise ValueError("tinytrain does not support max/min/argmax along a dim of a 0-d tensor")
+    return _dims(dim, ndim)[0]
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """``max(input)``: the largest element. ``max(input, dim)``: (values, indices) along
+    ``dim``. ``max(input, other)``: the elementwise ``maximum``."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    if dim is None:
+        return Amax.apply(input, _dims(None, input.ndim), False)
+    return ValuesIndices(*MaxDim.apply(input, _single_dim(dim, input.ndim), keepdim))
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """``min(input)``, ``min(input, dim)`` or ``min(input, other)``, as ``max``."""
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    if dim is None:
+        return Amin.apply(input, _dims(None, input.ndim), False)
+    return ValuesIndices(*MinDim.apply(input, _single_dim(dim, input.ndim), keepdim))
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """The maximum over ``dim`` (every dim by default); ties share the gradient."""
+    return Amax.apply(input, _dims(dim, input.ndim), keepdim)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """The minimum over ``dim`` (every dim by default); ties share the gradient."""
+    return Amin.apply(input, _dims(dim, input.ndim), keepdim)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(input), dim))``, stable for large inputs."""
+    return Logsumexp.apply(input, _dims(dim, input.ndim), keepdim)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first maximum, over all elements (flattened) or along ``dim``."""
+    return Argmax.apply(input, None if dim is None else _single_dim(dim, input.ndim), keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first minimum, over all elements (flattened) or along ``dim``."""
+    return Argmin.apply(input, None if dim is None else _single_dim(dim, input.ndim), keepdim)

@@ -1,4 +1,8 @@
-"""Elementwise math of one tensor."""
+"""Elementwise math of one tensor (task 2.2).
+
+Where a function is not differentiable, PyTorch picks a value (autograd notes): abs and
+sign use 0 at 0, clamp lets the gradient through at its bounds, sqrt and log give inf at 0.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +17,243 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
         result = np.exp(a.data)
         ctx.save_for_backward(result)
         return result
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
         (result,) = ctx.saved_tensors
         return grad * result.data
+        # END SOLUTION
+
+
+class Log(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        ctx.save_for_backward(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(a.data)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        (a,) = ctx.saved_tensors
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return grad / a.data
+        # END SOLUTION
+
+
+class Sqrt(Function):
+    """``sqrt(a)``; saves its result. At 0 the gradient is inf (0 * inf = NaN for a zero
+    incoming gradient, as in PyTorch)."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        with np.errstate(invalid="ignore"):
+            result = np.sqrt(a.data)
+        ctx.save_for_backward(result)
+        return result
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        (result,) = ctx.saved_tensors
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return grad / (2 * result.data)
+        # END SOLUTION
+
+
+class Rsqrt(Function):
+    """``1 / sqrt(a)``; saves its result: d/da = -0.5 * result^3."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = 1 / np.sqrt(a.data)
+        ctx.save_for_backward(result)
+        return result
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        (result,) = ctx.saved_tensors
+        r = result.data
+        with np.errstate(invalid="ignore", over="ignore"):
+            return -0.5 * grad * (r * r * r)
+        # END SOLUTION
+
+
+class Abs(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        ctx.save_for_backward(a)
+        return np.abs(a.data)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        # HINT: abs'(0) is 0 (the minimum-norm subgradient)
+        (a,) = ctx.saved_tensors
+        return grad * np.sign(a.data)
+        # END SOLUTION
+
+
+class Sign(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        return np.sign(a.data)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        return np.zeros_like(grad)
+        # END SOLUTION
+
+
+class Clamp(Function):
+    """``min(max(a, min), max)``; either bound may be None."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, min: float | None, max: float | None) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        ctx.save_for_backward(a)
+        ctx.bounds = (min, max)
+        out = a.data
+        if min is not None:
+            out = np.maximum(out, min)
+        if max is not None:
+            out = np.minimum(out, max)
+        return out
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        # HINT: at a value equal to a bound the gradient passes (PyTorch uses >= and <=)
+        (a,) = ctx.saved_tensors
+        low, high = ctx.bounds
+        inside = np.ones(a.shape, dtype=bool)
+        if low is not None:
+            inside &= a.data >= low
+        if high is not None:
+            inside &= a.data <= high
+        return np.where(inside, grad, 0)
+        # END SOLUTION
+
+
+class Reciprocal(Function):
+    """``1 / a``; saves its result: d/da = -result^2."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        with np.errstate(divide="ignore"):
+            result = 1 / a.data
+        ctx.save_for_backward(result)
+        return result
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        (result,) = ctx.saved_tensors
+        return -grad * (result.data * result.data)
+        # END SOLUTION
+
+
+class Sin(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        ctx.save_for_backward(a)
+        return np.sin(a.data)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        (a,) = ctx.saved_tensors
+        return grad * np.cos(a.data)
+        # END SOLUTION
+
+
+class Cos(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        ctx.save_for_backward(a)
+        return np.cos(a.data)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
+        # BEGIN SOLUTION 2.2
+        (a,) = ctx.saved_tensors
+        return -grad * np.sin(a.data)
+        # END SOLUTION
 
 
 def exp(input: Tensor) -> Tensor:
     """Elementwise ``e ** input``."""
     return Exp.apply(input)
+
+
+def log(input: Tensor) -> Tensor:
+    """Elementwise natural logarithm."""
+    return Log.apply(input)
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Elementwise square root."""
+    return Sqrt.apply(input)
+
+
+def rsqrt(input: Tensor) -> Tensor:
+    """Elementwise ``1 / sqrt(input)``."""
+    return Rsqrt.apply(input)
+
+
+def abs(input: Tensor) -> Tensor:
+    """Elementwise absolute value."""
+    return Abs.apply(input)
+
+
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of each element (gradient 0 everywhere)."""
+    return Sign.apply(input)
+
+
+def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Limit ``input`` to ``[min, max]`` (Python number bounds; either may be None)."""
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    return Clamp.apply(input, min, max)
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    """Elementwise ``1 / input``."""
+    return Reciprocal.apply(input)
+
+
+def sin(input: Tensor) -> Tensor:
+    """Elementwise sine."""
+    return Sin.apply(input)
+
+
+def cos(input: Tensor) -> Tensor:
+    """Elementwise cosine."""
+    return Cos.apply(input)

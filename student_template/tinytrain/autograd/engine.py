@@ -26,7 +26,8 @@ def backward(
     grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
-    roots = [(gradient_edge(t), _root_grad(i, t, g)) for i, (t, g) in enumerate(zip(tensors, grads))]
+    roots = [(gradient_edge(t), _root_grad(i, t, g))
+             for i, (t, g) in enumerate(zip(tensors, grads, strict=True))]
     run_backward(roots, retain_graph)
 
 

@@ -10,6 +10,7 @@ produced the inputs, as in PyTorch.
 from __future__ import annotations
 
 import weakref
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -27,16 +28,18 @@ class BackwardNode:
     """
 
     _function: type[Function]
+    # Defaults, replaced on the node when its call is recorded (class attributes: one node
+    # is made per operator call, so making one must be cheap).
+    next_functions: tuple[tuple[BackwardNode | None, int], ...] = ()
+    needs_input_grad: tuple[bool, ...] = ()
+    _to_save: tuple[Any, ...] = ()
+    _saved: tuple[SavedTensor | None, ...] | None = None
+    _released = False
+    _input_meta: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = ()
+    _output_meta: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
+    _names_saved: tuple[str | None, ...] = ()  # PyTorch's name of each saved tensor
 
     def __init__(self) -> None:
-        self.next_functions: tuple[tuple[BackwardNode | None, int], ...] = ()
-        self.needs_input_grad: tuple[bool, ...] = ()
-        self._to_save: tuple[Any, ...] = ()
-        self._saved: tuple[SavedTensor | None, ...] | None = None
-        self._names_saved: tuple[str | None, ...] = ()  # PyTorch's name of each saved tensor
-        self._released = False
-        self._input_meta: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = ()
-        self._output_meta: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
         self._tensor_hooks: dict[int, list] = {}
         self._retained: dict[int, weakref.ref] = {}
 
@@ -119,21 +122,21 @@ class BackwardNode:
         if not isinstance(result, tuple):
             result = (result,)
         n_inputs = len(self.next_functions)
-        if len(result) < n_inputs:  # trailing gradients of non-differentiable inputs may be left out
+        if len(result) < n_inputs:  # trailing gradients of non-differentiable inputs: optional
             if any(self.needs_input_grad[len(result):]):
                 raise RuntimeError(
                     f"function {self.name()} returned an incorrect number of gradients "
                     f"(expected {n_inputs}, got {len(result)})"
                 )
             result = result + (None,) * (n_inputs - len(result))
-        return tuple(self._check_grad(i, g) for i, g in enumerate(result[:n_inputs]))
+        return tuple([self._check_grad(i, g) for i, g in enumerate(result[:n_inputs])])
 
     def _check_grad(self, index: int, grad: Any) -> np.ndarray | None:
         if grad is None or self.next_functions[index][0] is None:
             return None
-        grad = getattr(grad, "data", grad)  # a Tensor is accepted too
+        if not isinstance(grad, np.ndarray):  # a Tensor is accepted too
+            grad = np.asarray(getattr(grad, "data", grad))
         shape, dtype = self._input_meta[index]
-        grad = np.asarray(grad)
         if grad.shape != shape:
             raise RuntimeError(
                 f"Function {self.name()} returned an invalid gradient at index {index} - "
@@ -152,8 +155,10 @@ class BackwardNode:
 class AccumulateGrad(BackwardNode):
     """The node behind a leaf that requires grad: adds the gradient into ``.grad``."""
 
-    def __init__(self, variable: Any) -> None:
-        super().__init__()
+    # a leaf's hooks live on the tensor (``_backward_hooks``), never on this node
+    _tensor_hooks = _retained = MappingProxyType({})
+
+    def __init__(self, variable: Any) -> None:  # no per-node dicts: see above
         self.variable = variable
         self._output_meta = ((variable.shape, variable.data.dtype),)
 
@@ -229,8 +234,6 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward on ``args`` and record the call in the graph when needed."""
-        from ..tensor import Tensor
-
         if cls.is_inplace:
             from .inplace import apply_inplace
 
@@ -240,16 +243,12 @@ class Function:
         result = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(result, tuple)
         raw = (result,) if single else result
-        outputs = tuple(Tensor(r) for r in raw)
-        if ctx._to_save and not all(isinstance(r, np.ndarray) for r in raw):
-            # a NumPy scalar result (0-dim math gives those) was saved: save its output
-            ctx._to_save = tuple(
-                next((o.data for r, o in zip(raw, outputs) if item is r), item)
-                for item in ctx._to_save
-            )
+        outputs = tuple([_as_tensor(r) for r in raw])
+        if ctx._to_save:
+            _scalars_to_arrays(ctx, raw, outputs)
         if cls.is_view:
             _make_view(outputs[0], args[0])
-        if record(ctx, args, outputs):
+        if record(ctx, args, outputs) and ctx._to_save:
             ctx._pack_saved(args, outputs)
         return outputs[0] if single else outputs
 
@@ -260,6 +259,34 @@ def needs_input_grad(args: tuple[Any, ...]) -> tuple[bool, ...]:
     if not grad_mode.is_grad_enabled() or grad_mode.is_inference_mode_enabled():
         return (False,) * len(args)
     return tuple(bool(getattr(a, "_requires_grad", False)) for a in args)
+
+
+_Tensor: Any = None  # tinytrain.tensor.Tensor, imported on first use (tensor imports us)
+
+
+def _as_tensor(result: Any) -> Any:
+    """A forward result (an array, or a NumPy scalar for 0-d results) as a new Tensor."""
+    global _Tensor
+    if _Tensor is None:
+        from ..tensor import Tensor
+
+        _Tensor = Tensor
+    return _Tensor(result if type(result) is np.ndarray else np.asarray(result))
+
+
+def _scalars_to_arrays(ctx: BackwardNode, raw: tuple[Any, ...], outputs: tuple[Any, ...]) -> None:
+    """NumPy turns 0-d results into scalars (``np.exp(np.array(1.0))`` is a np.float64):
+    save them as 0-d arrays, and a returned scalar as the output's own array."""
+    if not any(isinstance(x, np.generic) for x in ctx._to_save):
+        return
+    as_output = {id(r): o.data for r, o in zip(raw, outputs, strict=True)}
+
+    def as_array(x: Any) -> Any:
+        if not isinstance(x, np.generic):
+            return x
+        return as_output[id(x)] if id(x) in as_output else np.asarray(x)
+
+    ctx._to_save = tuple(as_array(x) for x in ctx._to_save)
 
 
 def _make_view(view: Any, base: Any) -> None:

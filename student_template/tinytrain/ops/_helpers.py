@@ -34,12 +34,5 @@ def _as_dtype(x: Any, dtype: np.dtype) -> Tensor:
 
 def sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Reduce a broadcast gradient back to ``shape`` (the inverse of broadcasting)."""
-    if grad.shape == shape:
-        return grad
-    extra = grad.ndim - len(shape)
-    if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
-    ones = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    if ones:
-        grad = grad.sum(axis=ones, keepdims=True)
-    return grad
+    # HINT: broadcasting prepends dims and stretches size-1 dims; sum over both kinds.
+    raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")

@@ -1,4 +1,9 @@
-"""Elementwise arithmetic with broadcasting."""
+"""Elementwise arithmetic with broadcasting (task 2.1).
+
+A binary op broadcasts its operands as NumPy does, so its backward must sum each
+gradient back to its operand's shape (``sum_to_shape``): the engine checks shapes and
+does not reduce for you.
+"""
 
 from __future__ import annotations
 
@@ -6,57 +11,77 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd.function import BackwardNode, Function
 from ..tensor import Tensor
 from ._helpers import promote, sum_to_shape
+from .conversion import to_dtype
 
 
 class Add(Function):
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
-        ctx.shapes = (a.shape, b.shape)
-        return a.data + b.data
+        # HINT: backward needs only the two input shapes
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        a_shape, b_shape = ctx.shapes
-        return sum_to_shape(grad, a_shape), sum_to_shape(grad, b_shape)
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
 
 class Sub(Function):
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
-        ctx.shapes = (a.shape, b.shape)
-        return a.data - b.data
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        a_shape, b_shape = ctx.shapes
-        return sum_to_shape(grad, a_shape), sum_to_shape(-grad, b_shape)
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
 
 class Mul(Function):
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
-        ctx.save_for_backward(a, b)
-        return a.data * b.data
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        a, b = ctx.saved_tensors
-        grad_a = sum_to_shape(grad * b.data, a.shape) if ctx.needs_input_grad[0] else None
-        grad_b = sum_to_shape(grad * a.data, b.shape) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b
+        # HINT: skip the gradients nobody needs (ctx.needs_input_grad) and return None there
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
 
 class Neg(Function):
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
-        return -a.data
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
-        return -grad
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+
+class Pow(Function):
+    """``a ** b`` for two tensors; saves ``a``, ``b`` and the result."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        # HINT: d/da = b * a^(b-1), but 0 where b == 0 (even at a == 0);
+        # HINT: d/db = a^b * log(a), but 0 where a == 0 and b >= 0 (PyTorch's choices)
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
 
 class PowScalar(Function):
@@ -64,18 +89,53 @@ class PowScalar(Function):
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, exponent: float) -> np.ndarray:
-        ctx.save_for_backward(a)
-        ctx.exponent = exponent
-        return np.power(a.data, a.data.dtype.type(exponent))
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> np.ndarray:
-        (a,) = ctx.saved_tensors
-        p = ctx.exponent
-        if p == 0:
-            return np.zeros_like(grad)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return grad * p * np.power(a.data, a.data.dtype.type(p - 1))
+        # HINT: at a == 0 the gradient is p * 0^(p-1): 0 for p = 0 (not 0 * inf), inf for p = 0.5
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+
+class Maximum(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # HINT: where a == b, each input gets half of the gradient
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+
+class Minimum(Function):
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+
+def _select_backward(
+    grad: np.ndarray, a: Tensor, b: Tensor, a_wins: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients of maximum/minimum: to the winner, split in half on ties."""
+    raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+
+class Where(Function):
+    """``where(condition, a, b)``; ``condition`` is a bool tensor (not differentiable)."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, condition: Tensor, a: Tensor, b: Tensor) -> np.ndarray:
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[None, np.ndarray, np.ndarray]:
+        # HINT: the branch not selected gets exactly 0, even where grad is inf or NaN
+        raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
 
 def add(input: Any, other: Any) -> Tensor:
@@ -93,13 +153,39 @@ def mul(input: Any, other: Any) -> Tensor:
     return Mul.apply(*promote(input, other))
 
 
+def div(input: Any, other: Any) -> Tensor:
+    """``input / other`` (true division) with broadcasting."""
+    a, b = promote(input, other)
+    if not a.dtype.is_floating_point:  # integers divide into the default float dtype
+        default = dtypes.get_default_dtype()
+        a, b = to_dtype(a, default), to_dtype(b, default)
+    return Div.apply(a, b)
+
+
 def neg(input: Tensor) -> Tensor:
     """``-input``."""
     return Neg.apply(input)
 
 
-def pow(input: Tensor, exponent: float) -> Tensor:
-    """``input ** exponent`` for a Python number exponent."""
-    if isinstance(exponent, Tensor):
-        raise NotImplementedError("pow with a tensor exponent is added in assignment 2")
+def pow(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent``: a tensor raised to a Python number or to a tensor
+    (broadcast), or a Python number raised to a tensor."""
+    if isinstance(exponent, Tensor) or not isinstance(input, Tensor):
+        return Pow.apply(*promote(input, exponent))
     return PowScalar.apply(input, exponent)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum with broadcasting; ties split the gradient evenly."""
+    return Maximum.apply(*promote(input, other))
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum with broadcasting; ties split the gradient evenly."""
+    return Minimum.apply(*promote(input, other))
+
+
+def where(condition: Tensor, input: Any, other: Any) -> Tensor:
+    """``input`` where ``condition`` holds, else ``other`` (all three broadcast)."""
+    a, b = promote(input, other)
+    return Where.apply(condition, a, b)

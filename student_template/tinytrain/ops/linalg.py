@@ -1,4 +1,4 @@
-"""Matrix products."""
+"""Matrix products (task 2.4)."""
 
 from __future__ import annotations
 
@@ -16,31 +16,26 @@ class Matmul(Function):
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
-        ctx.save_for_backward(a, b)
-        return np.asarray(np.matmul(a.data, b.data))
+        raise NotImplementedError("task 2.4: matmul and linear")
 
     @staticmethod
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        a, b = ctx.saved_tensors
-        a_data, b_data = a.data, b.data
-        # promote 1-D operands to matrices, as the forward did implicitly
-        a2 = a_data[None, :] if a_data.ndim == 1 else a_data
-        b2 = b_data[:, None] if b_data.ndim == 1 else b_data
-        g = grad
-        if a_data.ndim == 1:
-            g = np.expand_dims(g, -2)
-        if b_data.ndim == 1:
-            g = np.expand_dims(g, -1)
-        grad_a = grad_b = None
-        if ctx.needs_input_grad[0]:
-            ga = np.matmul(g, np.swapaxes(b2, -1, -2))
-            ga = sum_to_shape(ga, a2.shape)
-            grad_a = ga.reshape(a_data.shape)
-        if ctx.needs_input_grad[1]:
-            gb = np.matmul(np.swapaxes(a2, -1, -2), g)
-            gb = sum_to_shape(gb, b2.shape)
-            grad_b = gb.reshape(b_data.shape)
-        return grad_a, grad_b
+        # HINT: treat a 1-D operand as a matrix (a row for a, a column for b), as forward did;
+        # HINT: transpose only the last two dims, and sum over broadcast batch dims
+        raise NotImplementedError("task 2.4: matmul and linear")
+
+
+class Linear(Function):
+    """``x @ weight.T + bias`` for ``x`` of shape (*, in), weight (out, in), bias (out,)."""
+
+    @staticmethod
+    def forward(ctx: BackwardNode, x: Tensor, weight: Tensor, bias: Tensor | None) -> np.ndarray:
+        raise NotImplementedError("task 2.4: matmul and linear")
+
+    @staticmethod
+    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        # HINT: flatten the batch dims to rows: the weight and bias gradients sum over them
+        raise NotImplementedError("task 2.4: matmul and linear")
 
 
 def matmul(input: Any, other: Any) -> Tensor:
@@ -48,3 +43,10 @@ def matmul(input: Any, other: Any) -> Tensor:
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D")
     return Matmul.apply(*promote(input, other))
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` (``torch.nn.functional.linear``)."""
+    if weight.ndim != 2:
+        raise ValueError("linear: tinytrain supports a 2-D weight only")
+    return Linear.apply(input, weight, bias)

@@ -1,0 +1,21 @@
+"""The op table: one declarative entry per operator (like PyTorch's OpInfo), from which
+every operator check of assignment 2 is generated (``graders/suites/hw2_ops``).
+
+Adding an operator is adding an entry: its torch reference, its tinytrain spellings, a
+sample strategy for its input domain, its kinks and ties with torch's rule there, its
+autocast category and any tolerance it needs beyond torch.testing's defaults.
+"""
+
+from .elementwise import ARITHMETIC, UNARY
+from .linalg import LINALG
+from .nn import ACTIVATIONS, LOSSES
+from .reductions import REDUCTIONS
+from .shapes import SHAPES
+from .spec import ErrorCase, Kink, OpInfo
+
+OPS: list[OpInfo] = [*ARITHMETIC, *UNARY, *REDUCTIONS, *LINALG, *SHAPES, *ACTIVATIONS, *LOSSES]
+
+_names = [op.name for op in OPS]
+assert len(_names) == len(set(_names)), "op table names must be unique"
+
+__all__ = ["OPS", "ErrorCase", "Kink", "OpInfo"]

@@ -1,0 +1,215 @@
+"""The shape of an op table entry, and what the graders derive from a sample: the wire
+form a probe understands, a one-line description, and a tinytrain reproducer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..strategies.ops import Draw, Index, Sample, T
+from ..suites._support import literal
+
+SampleFn = Callable[[Draw, np.dtype], Sample]
+AUTOCAST = ("lower_precision", "fp32", "promote", "none")
+
+
+@dataclass(frozen=True)
+class Kink:
+    """Inputs that hit a non-differentiable point (or a tie) on purpose; the submission
+    must give torch's value there. ``rule`` says which (shown to the student)."""
+
+    name: str
+    sample: SampleFn
+    rule: str
+    grad_values: tuple[float, ...] = (1.0, -1.0, 0.5, 0.0)  # incoming gradient elements
+
+
+@dataclass(frozen=True)
+class ErrorCase:
+    """Inputs on which torch raises: the submission must raise the same type, with
+    ``contains`` in the message."""
+
+    name: str
+    sample: SampleFn
+    exc_type: str
+    contains: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """One operator: how torch computes it, how tinytrain is called, where its inputs
+    live, how it behaves at kinks, and how closely it must match.
+
+    ``calls`` are the tinytrain spellings ("tt.add", "Tensor.add", "operator.add",
+    "tt.nn.functional.relu"); the first is the canonical one. ``grad_output`` is the
+    output that carries the gradient (None: not differentiable). ``near_kink(sample)``
+    marks samples too close to a kink for finite differences. ``autocast`` is the op's
+    category in torch's CUDA autocast policy. ``tolerances`` override the per-dtype
+    (rtol, atol) of torch.testing.assert_close, with the reason in a comment.
+    """
+
+    name: str
+    task: str
+    torch: Callable[..., Any]
+    calls: tuple[str, ...]
+    sample: SampleFn
+    autocast: str
+    grad_output: int | None = 0
+    near_kink: Callable[[Sample], bool] | None = None
+    kinks: tuple[Kink, ...] = ()
+    stability: SampleFn | None = None
+    view: bool = False
+    errors: tuple[ErrorCase, ...] = ()
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.autocast not in AUTOCAST:
+            raise ValueError(f"{self.name}: autocast category {self.autocast!r} not in {AUTOCAST}")
+
+    @property
+    def differentiable(self) -> bool:
+        return self.grad_output is not None
+
+    def tolerance(self, dtype: np.dtype) -> tuple[float | None, float | None]:
+        return self.tolerances.get(np.dtype(dtype).name, (None, None))
+
+
+# ----- the wire form (what graders.probes.ops decodes) --------------------------------
+def to_wire(x: Any) -> Any:
+    if isinstance(x, T):
+        return {"tensor": x.value, "layout": x.layout, "grad": x.grad}
+    if isinstance(x, Index):
+        return {"index": [_index_item(i) for i in x.items]}
+    if isinstance(x, tuple):
+        return tuple(to_wire(v) for v in x)
+    if isinstance(x, list):
+        return [to_wire(v) for v in x]
+    if isinstance(x, dict):
+        return {k: to_wire(v) for k, v in x.items()}
+    return x
+
+
+def _index_item(item: Any) -> list[Any]:
+    if item is None:
+        return ["none"]
+    if item is Ellipsis:
+        return ["ellipsis"]
+    if isinstance(item, slice):
+        return ["slice", item.start, item.stop, item.step]
+    return ["int", int(item)]
+
+
+# ----- descriptions and reproducers ---------------------------------------------------
+_NAMES = ("x", "y", "z", "w", "v", "u", "s", "r")
+_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**", "matmul": "@"}
+
+
+def tensor_names(sample: Sample) -> dict[int, str]:
+    """A short name for each tensor argument (by ``id``): x, y, z, ..."""
+    return {id(t): _NAMES[i] if i < len(_NAMES) else f"t{i}"
+            for i, t in enumerate(sample.tensors())}
+
+
+def describe(sample: Sample) -> str:
+    """The inputs in one line: name: dtype shape (layout), and the other arguments."""
+    names = tensor_names(sample)
+    parts = []
+    for t in sample.tensors():
+        layout = "" if t.layout == "contiguous" else f" {t.layout}"
+        parts.append(f"{names[id(t)]}: {t.value.dtype.name}{list(t.value.shape)}{layout}")
+    others = [repr(a) for a in sample.args if not _holds_tensor(a)]
+    others += [f"{k}={v!r}" for k, v in sample.kwargs.items() if not _holds_tensor(v)]
+    return ", ".join(parts + others)
+
+
+def _holds_tensor(x: Any) -> bool:
+    return isinstance(x, T) or (isinstance(x, (list, tuple)) and any(_holds_tensor(v) for v in x))
+
+
+def _source(x: Any, names: dict[int, str]) -> str:
+    """Python source for an argument."""
+    if isinstance(x, T):
+        return names[id(x)]
+    if isinstance(x, Index):
+        return ", ".join(_index_source(i) for i in x.items) or "()"
+    if isinstance(x, list):
+        return "[" + ", ".join(_source(v, names) for v in x) + "]"
+    if isinstance(x, tuple):
+        inner = ", ".join(_source(v, names) for v in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    return repr(x)
+
+
+def _index_source(item: Any) -> str:
+    if item is Ellipsis:
+        return "..."
+    if isinstance(item, slice):
+        parts = ["" if v is None else str(v) for v in (item.start, item.stop, item.step)]
+        return ":".join(parts if item.step is not None else parts[:2])
+    return repr(item)
+
+
+def call_source(call: str, sample: Sample, names: dict[int, str]) -> str:
+    """The call as a student would write it."""
+    args = [_source(a, names) for a in sample.args]
+    kwargs = [f"{k}={_source(v, names)}" for k, v in sample.kwargs.items()]
+    kind, _, name = call.partition(".")
+    if kind == "operator":
+        if name == "getitem":
+            return f"{args[0]}[{args[1]}]"
+        if name == "neg":
+            return f"-{args[0]}"
+        if name == "abs":
+            return f"abs({args[0]})"
+        return f"{args[0]} {_OPERATORS[name]} {args[1]}"
+    if kind == "Tensor":
+        rest = ", ".join(args[1:] + kwargs)
+        member = f"{args[0]}.{name}"
+        return member if name in ("T", "mT") else f"{member}({rest})"
+    return f"{call}({', '.join(args + kwargs)})"
+
+
+def _values(array: np.ndarray) -> str:
+    """A Python literal for ``array``, non-finite values included."""
+    if array.size == 0:
+        return f"np.zeros({array.shape})"
+    return re.sub(r"\b(inf|nan)\b", r"float('\1')", literal(array))
+
+
+def _tensor_source(t: T, name: str, with_grad: bool) -> str:
+    dtype = t.value.dtype.name
+    values = _values(t.value)
+    if t.layout == "contiguous":
+        grad = ", requires_grad=True" if with_grad and t.grad else ""
+        return f"{name} = tt.tensor({values}, dtype=tt.{dtype}{grad})"
+    array = f"np.array({values}, dtype=np.{dtype})"
+    if t.layout == "transposed":
+        array = f"np.asfortranarray({array})"
+    else:
+        array = f"np.repeat({array}, 2, axis=-1)[..., ::2]"
+    grad = ".requires_grad_()" if with_grad and t.grad else ""
+    return f"{name} = tt.Tensor({array}){grad}  # {t.layout}: not C-contiguous"
+
+
+def reproducer(call: str, sample: Sample, grad_outputs: list[np.ndarray | None] | None = None,
+               n_outputs: int = 1) -> str:
+    """A tinytrain snippet a student can paste: the inputs, the call, and (with
+    ``grad_outputs``) the backward and the gradients."""
+    names = tensor_names(sample)
+    lines = ["import numpy as np", "import tinytrain as tt"]
+    backward = grad_outputs is not None
+    lines += [_tensor_source(t, names[id(t)], backward) for t in sample.tensors()]
+    lines.append(f"out = {call_source(call, sample, names)}")
+    if not backward:
+        lines.append("print(out)")
+        return "\n".join(lines)
+    k, grad = next((k, g) for k, g in enumerate(grad_outputs) if g is not None)
+    target = f"out[{k}]" if n_outputs > 1 else "out"
+    lines.append(f"{target}.backward(tt.tensor({_values(grad)}, dtype=tt.{grad.dtype.name}))")
+    wanted = [names[id(t)] for t in sample.differentiable()]
+    lines.append("print(" + ", ".join(f"{n}.grad" for n in wanted) + ")")
+    return "\n".join(lines)

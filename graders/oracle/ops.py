@@ -1,0 +1,115 @@
+"""Op table samples run in PyTorch: forward values, gradients from torch's autograd, and
+central differences of torch's float64 forward (independent of torch's autograd)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..optable.spec import OpInfo
+from ..strategies.ops import Index, Sample, T
+
+
+def _torch_args(sample: Sample, values: dict[int, np.ndarray] | None = None,
+                requires_grad: bool = True) -> tuple[list[Any], dict[str, Any], list[torch.Tensor]]:
+    """The sample's arguments as torch objects; ``values`` replaces some tensors' values
+    (by ``id`` of their ``T``). Returns (args, kwargs, differentiable leaves)."""
+    leaves: list[torch.Tensor] = []
+
+    def convert(x: Any) -> Any:
+        if isinstance(x, T):
+            value = x.value if values is None else values.get(id(x), x.value)
+            tensor = _with_layout(value, x.layout)
+            if x.grad and requires_grad:
+                tensor.requires_grad_(True)
+                leaves.append(tensor)
+            return tensor
+        if isinstance(x, Index):
+            return x.items
+        if isinstance(x, list):
+            return [convert(v) for v in x]
+        if isinstance(x, tuple):
+            return tuple(convert(v) for v in x)
+        return x
+
+    args = [convert(a) for a in sample.args]
+    kwargs = {k: convert(v) for k, v in sample.kwargs.items()}
+    return args, kwargs, leaves
+
+
+def _with_layout(value: np.ndarray, layout: str) -> torch.Tensor:
+    """A torch tensor with the values and the memory layout the probe gives tinytrain."""
+    if layout == "transposed":
+        dims = tuple(reversed(range(value.ndim)))
+        return torch.from_numpy(np.ascontiguousarray(value.transpose())).permute(dims).detach()
+    if layout == "sliced":
+        return torch.from_numpy(np.repeat(value, 2, axis=-1))[..., ::2].detach()
+    return torch.from_numpy(np.array(value, copy=True))
+
+
+def _outputs(result: Any) -> list[torch.Tensor]:
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return np.array(t.detach().numpy(), copy=True)
+
+
+def forward(op: OpInfo, sample: Sample) -> list[np.ndarray]:
+    """torch's outputs for the sample."""
+    args, kwargs, _ = _torch_args(sample, requires_grad=False)
+    return [_numpy(o) for o in _outputs(op.torch(*args, **kwargs))]
+
+
+def grad_outputs(op: OpInfo, outputs: list[np.ndarray], rng: np.random.Generator,
+                 values: tuple[float, ...] | None = None) -> list[np.ndarray | None]:
+    """An incoming gradient for the differentiable output (None for the others): uniform
+    in [-1, 1], or drawn from ``values``."""
+    grads: list[np.ndarray | None] = [None] * len(outputs)
+    out = outputs[op.grad_output]
+    if values is None:
+        grad = rng.uniform(-1.0, 1.0, out.shape)
+    else:
+        grad = rng.choice(np.asarray(values, dtype=np.float64), out.shape)
+    grads[op.grad_output] = np.asarray(grad, dtype=out.dtype)
+    return grads
+
+
+def backward(op: OpInfo, sample: Sample, grads: list[np.ndarray | None]
+             ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """torch's outputs and the gradient of every differentiable input."""
+    args, kwargs, leaves = _torch_args(sample)
+    outs = _outputs(op.torch(*args, **kwargs))
+    pairs = [(o, torch.from_numpy(g)) for o, g in zip(outs, grads, strict=True) if g is not None]
+    computed = torch.autograd.grad(
+        [o for o, _ in pairs], leaves, [g for _, g in pairs],
+        allow_unused=True, materialize_grads=True,
+    )
+    return [_numpy(o) for o in outs], [_numpy(g) for g in computed]
+
+
+def finite_differences(op: OpInfo, sample: Sample, grads: list[np.ndarray | None],
+                       eps: float = 1e-6) -> list[np.ndarray]:
+    """d(sum_k grads_k * out_k)/d(input) for every differentiable input, by central
+    differences of torch's forward in float64 (gradcheck's method)."""
+
+    def objective(values: dict[int, np.ndarray]) -> float:
+        args, kwargs, _ = _torch_args(sample, values, requires_grad=False)
+        with torch.no_grad():
+            outs = _outputs(op.torch(*args, **kwargs))
+        return float(sum(np.sum(g.astype(np.float64) * o.numpy().astype(np.float64))
+                         for o, g in zip(outs, grads, strict=True) if g is not None))
+
+    result = []
+    for t in sample.differentiable():
+        base = t.value.astype(np.float64)
+        estimate = np.zeros_like(base)
+        for i in np.ndindex(base.shape):
+            plus, minus = base.copy(), base.copy()
+            plus[i] += eps
+            minus[i] -= eps
+            estimate[i] = (objective({id(t): plus}) - objective({id(t): minus})) / (2 * eps)
+        result.append(estimate)
+    return result

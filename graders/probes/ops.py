@@ -1,0 +1,185 @@
+"""Probes for assignment 2: call one operator through tinytrain's public API and observe
+its outputs and gradients.
+
+Isolation from assignment 1: while the operator runs, ``tinytrain.autograd.function.record``
+(the module global that ``Function.apply`` looks up at each call) is replaced by
+``_Capture``, which records nothing: it only notes each (ctx, inputs, outputs) and sets
+``ctx.needs_input_grad`` for the inputs under test. When exactly one Function ran, its
+backward is called directly with the incoming gradients, so an operator is graded even
+while the student's graph building and engine are unfinished. An operator built from
+several Functions (a composite) is graded through the real engine instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import operator
+from typing import Any
+
+import numpy as np
+
+from . import probe
+from ._observe import array, grad, raised
+
+_LAYOUTS = {
+    "contiguous": lambda a: a,
+    "transposed": np.asfortranarray,  # the transpose of a C-contiguous array
+    "sliced": lambda a: np.repeat(a, 2, axis=-1)[..., ::2],  # every other element
+}
+
+
+class _Inputs:
+    """The submission's tensors for a wire sample; ``wanted`` are those whose gradient
+    is checked, in order."""
+
+    def __init__(self, tt: Any, args: list[Any], kwargs: dict[str, Any], requires_grad: bool,
+                 layout: str | None = None) -> None:
+        self.wanted: list[Any] = []
+        self._tt, self._requires_grad, self._layout = tt, requires_grad, layout
+        self.args = [self._build(a) for a in args]
+        self.kwargs = {k: self._build(v) for k, v in kwargs.items()}
+
+    def _build(self, x: Any) -> Any:
+        if isinstance(x, dict) and "tensor" in x:
+            data = _LAYOUTS[self._layout or x["layout"]](x["tensor"])
+            tensor = self._tt.Tensor(data)
+            if x["grad"] and data.dtype.kind == "f":
+                if self._requires_grad:
+                    tensor.requires_grad_(True)
+                self.wanted.append(tensor)
+            return tensor
+        if isinstance(x, dict) and "index" in x:
+            return tuple(_index_item(item) for item in x["index"])
+        if isinstance(x, list):
+            return [self._build(v) for v in x]
+        if isinstance(x, tuple):
+            return tuple(self._build(v) for v in x)
+        return x
+
+
+def _index_item(item: list[Any]) -> Any:
+    kind = item[0]
+    if kind == "none":
+        return None
+    if kind == "ellipsis":
+        return Ellipsis
+    if kind == "slice":
+        return slice(*item[1:])
+    return int(item[1])
+
+
+def _invoke(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Call the operator the way ``call`` names it ("tt.nn.functional.relu",
+    "Tensor.sum", "operator.add")."""
+    kind, _, name = call.partition(".")
+    if kind == "operator":
+        return getattr(operator, name)(*args, **kwargs)
+    if kind == "Tensor":
+        member = getattr(args[0], name)
+        return member(*args[1:], **kwargs) if callable(member) else member
+    target = tt
+    for part in name.split("."):
+        target = getattr(target, part)
+    return target(*args, **kwargs)
+
+
+def _outputs(result: Any) -> list[Any]:
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+class _Capture:
+    """Stands in for ``record``: records nothing, remembers every Function applied."""
+
+    def __init__(self, wanted: list[Any]) -> None:
+        self.wanted_ids = {id(t) for t in wanted}
+        self.calls: list[tuple[Any, tuple[Any, ...], tuple[Any, ...]]] = []
+
+    def __call__(self, ctx: Any, inputs: tuple[Any, ...], outputs: tuple[Any, ...]) -> bool:
+        ctx.needs_input_grad = tuple(id(x) in self.wanted_ids for x in inputs)
+        self.calls.append((ctx, inputs, outputs))
+        return False
+
+
+def _run_isolated(tt: Any, call: str, inputs: _Inputs) -> tuple[Any, _Capture]:
+    function_module = importlib.import_module(f"{tt.__name__}.autograd.function")
+    capture = _Capture(inputs.wanted)
+    original = function_module.record
+    function_module.record = capture
+    try:
+        result = _invoke(tt, call, inputs.args, inputs.kwargs)
+    finally:
+        function_module.record = original
+    return result, capture
+
+
+def _direct_backward(capture: _Capture, inputs: _Inputs,
+                     grad_outputs: list[np.ndarray | None]) -> list[np.ndarray | None]:
+    """Call the one Function's backward with the incoming gradients (zeros for outputs
+    that get none, as the engine does) and collect each wanted input's gradient."""
+    ctx, args, outputs = capture.calls[0]
+    grads = []
+    for k, out in enumerate(outputs):
+        given = grad_outputs[k] if k < len(grad_outputs) else None
+        data = out.data
+        grads.append(np.zeros(data.shape, data.dtype) if given is None
+                     else np.asarray(given, dtype=data.dtype))
+    result = type(ctx)._function.backward(ctx, *grads)
+    if not isinstance(result, tuple):
+        result = (result,)
+    found: dict[int, np.ndarray] = {}
+    for arg, g in zip(args, result, strict=False):  # trailing Nones may be left out
+        if g is None or id(arg) not in capture.wanted_ids:
+            continue
+        g = np.asarray(getattr(g, "data", g))
+        if g.shape == arg.data.shape:  # the engine casts a well-shaped gradient, too
+            g = g.astype(arg.data.dtype, copy=False)
+        found[id(arg)] = found[id(arg)] + g if id(arg) in found else g
+    return [found.get(id(t)) for t in inputs.wanted]
+
+
+@probe
+def forward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The operator's outputs (nothing is recorded, so assignment 1 is not needed)."""
+    inputs = _Inputs(tt, args, kwargs, requires_grad=False)
+    result, _ = _run_isolated(tt, call, inputs)
+    return {"outputs": [array(o) for o in _outputs(result)]}
+
+
+@probe
+def backward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any],
+             grad_outputs: list[np.ndarray | None]) -> dict[str, Any]:
+    """Outputs, and the gradient of each wanted input for ``grad_outputs``: from the
+    Function's own backward when one Function ran, else through the engine."""
+    inputs = _Inputs(tt, args, kwargs, requires_grad=True)
+    result, capture = _run_isolated(tt, call, inputs)
+    outputs = [array(o) for o in _outputs(result)]
+    if len(capture.calls) == 1:
+        return {"outputs": outputs, "grads": _direct_backward(capture, inputs, grad_outputs),
+                "path": "isolated"}
+    inputs = _Inputs(tt, args, kwargs, requires_grad=True)
+    results = _outputs(_invoke(tt, call, inputs.args, inputs.kwargs))
+    roots = [(o, tt.tensor(g)) for o, g in zip(results, grad_outputs, strict=False)
+             if g is not None]
+    tt.autograd.backward([o for o, _ in roots], [g for _, g in roots])
+    return {"outputs": outputs, "grads": [grad(t) for t in inputs.wanted], "path": "engine"}
+
+
+@probe
+def view(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Whether the output is a view of the first input (contiguous inputs): shared
+    storage, shared version counter, and ``_base`` the input."""
+    inputs = _Inputs(tt, args, kwargs, requires_grad=False, layout="contiguous")
+    result, _ = _run_isolated(tt, call, inputs)
+    base, out = inputs.args[0], _outputs(result)[0]
+    return {
+        "shares_storage": bool(np.shares_memory(out.data, base.data)),
+        "shares_version_counter": out._version_counter is base._version_counter,
+        "base_is_input": out._base is base,
+    }
+
+
+@probe
+def raises(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What the operator raises on these inputs ({"type": None} when nothing)."""
+    inputs = _Inputs(tt, args, kwargs, requires_grad=False)
+    return raised(lambda: _run_isolated(tt, call, inputs))
