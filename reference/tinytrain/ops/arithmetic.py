@@ -52,10 +52,15 @@ class Sub(Function):
 
 
 class Mul(Function):
+    saved_names = ("self", "other")  # grad_fn._saved_self / _saved_other, as in PyTorch
+
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
         # BEGIN SOLUTION 2.1
-        ctx.save_for_backward(a, b)
+        # HINT: like PyTorch, save only what backward will read: b for a's gradient, a for b's
+        needs_a, needs_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if needs_b else None, b if needs_a else None)
+        ctx.shapes = (a.shape, b.shape)
         return a.data * b.data
         # END SOLUTION
 
@@ -64,8 +69,9 @@ class Mul(Function):
         # BEGIN SOLUTION 2.1
         # HINT: skip the gradients nobody needs (ctx.needs_input_grad) and return None there
         a, b = ctx.saved_tensors
-        grad_a = sum_to_shape(grad * b.data, a.shape) if ctx.needs_input_grad[0] else None
-        grad_b = sum_to_shape(grad * a.data, b.shape) if ctx.needs_input_grad[1] else None
+        a_shape, b_shape = ctx.shapes
+        grad_a = sum_to_shape(grad * b.data, a_shape) if ctx.needs_input_grad[0] else None
+        grad_b = sum_to_shape(grad * a.data, b_shape) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
         # END SOLUTION
 

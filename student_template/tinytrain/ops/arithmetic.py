@@ -40,8 +40,11 @@ class Sub(Function):
 
 
 class Mul(Function):
+    saved_names = ("self", "other")  # grad_fn._saved_self / _saved_other, as in PyTorch
+
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # HINT: like PyTorch, save only what backward will read: b for a's gradient, a for b's
         raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
 
     @staticmethod
