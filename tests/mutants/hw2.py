@@ -14,7 +14,7 @@ MUTANTS = [
         id="mul-broadcast-grad-not-reduced",
         task="2.1",
         file="ops/arithmetic.py",
-        find="grad_b = sum_to_shape(grad * a.data, b.shape) if ctx.needs_input_grad[1] else None",
+        find="grad_b = sum_to_shape(grad * a.data, b_shape) if ctx.needs_input_grad[1] else None",
         replace="grad_b = grad * a.data if ctx.needs_input_grad[1] else None",
         why="mul's gradient for a broadcast operand is not summed back to its shape",
     ),
