@@ -1,0 +1,162 @@
+"""The PyTorch twin of tinytrain's GPT (``tinytrain.models.gpt``), for the attention, GPT
+and end-to-end graders (tasks 5.12-5.14).
+
+Module and parameter names are the same on both sides (nanoGPT's), so weights move across
+by name. Built with plain torch ops (no fused kernels) so that its float64 arithmetic is
+the textbook computation the submission is compared with.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F  # noqa: N812 - the usual name
+from torch import nn
+
+
+def config(**overrides: Any) -> dict[str, Any]:
+    """A GPTConfig as a plain dict (it crosses to the worker): small defaults."""
+    base = dict(vocab_size=16, block_size=8, n_layer=2, n_head=2, n_embd=32, dropout=0.0,
+                bias=True, tie_weights=True, gelu_approximate="tanh")
+    base.update(overrides)
+    return base
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        super().__init__()
+        self.n_head, self.n_embd = cfg["n_head"], cfg["n_embd"]
+        self.c_attn = nn.Linear(cfg["n_embd"], 3 * cfg["n_embd"], bias=cfg["bias"])
+        self.c_proj = nn.Linear(cfg["n_embd"], cfg["n_embd"], bias=cfg["bias"])
+        self.attn_dropout = nn.Dropout(cfg["dropout"])
+        self.resid_dropout = nn.Dropout(cfg["dropout"])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, steps, width = x.shape
+        head = width // self.n_head
+        q, k, v = self.c_attn(x).split(width, dim=2)
+        q, k, v = (t.view(batch, steps, self.n_head, head).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(head))
+        future = torch.triu(torch.ones(steps, steps, dtype=torch.bool), diagonal=1)
+        att = self.attn_dropout(F.softmax(scores.masked_fill(future, float("-inf")), dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(batch, steps, width)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(cfg["n_embd"], 4 * cfg["n_embd"], bias=cfg["bias"])
+        self.gelu = nn.GELU(approximate=cfg["gelu_approximate"])
+        self.c_proj = nn.Linear(4 * cfg["n_embd"], cfg["n_embd"], bias=cfg["bias"])
+        self.dropout = nn.Dropout(cfg["dropout"])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg["n_embd"], bias=cfg["bias"])
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg["n_embd"], bias=cfg["bias"])
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.transformer = nn.ModuleDict({
+            "wte": nn.Embedding(cfg["vocab_size"], cfg["n_embd"]),
+            "wpe": nn.Embedding(cfg["block_size"], cfg["n_embd"]),
+            "drop": nn.Dropout(cfg["dropout"]),
+            "h": nn.ModuleList([Block(cfg) for _ in range(cfg["n_layer"])]),
+            "ln_f": nn.LayerNorm(cfg["n_embd"], bias=cfg["bias"]),
+        })
+        self.lm_head = nn.Linear(cfg["n_embd"], cfg["vocab_size"], bias=False)
+        if cfg["tie_weights"]:
+            self.lm_head.weight = self.transformer.wte.weight
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> Any:
+        steps = idx.shape[1]
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(steps))
+        x = self.transformer.drop(x)
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+    def configure_optimizers(self, weight_decay: float, learning_rate: float,
+                             betas: tuple[float, float]) -> torch.optim.AdamW:
+        params = [p for _, p in self.named_parameters() if p.requires_grad]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, foreach=False)
+
+
+def random_weights(model: nn.Module, seed: int, dtype: torch.dtype = torch.float64,
+                   ) -> dict[str, np.ndarray]:
+    """Give every parameter random values (LayerNorm weights around 1, everything else
+    around 0, at scales where no layer saturates) and return them by name, tied ones once.
+    The model is cast to ``dtype``."""
+    model.to(dtype)
+    rng = np.random.default_rng(seed)
+    values = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".ln_" in name or name.startswith("transformer.ln_f"):
+                base = 1.0 if name.endswith("weight") else 0.0
+                value = base + rng.uniform(-0.3, 0.3, tuple(p.shape))
+            else:
+                scale = 0.5 if name.endswith("bias") else 1.0 / math.sqrt(p.shape[-1])
+                if name.startswith("transformer.w"):
+                    scale = 0.5
+                value = rng.uniform(-scale, scale, tuple(p.shape)) * math.sqrt(3)
+            p.copy_(torch.from_numpy(value))
+            values[name] = p.detach().numpy().copy()
+    return values
+
+
+def attention(cfg: dict[str, Any], seed: int) -> tuple[CausalSelfAttention, dict[str, np.ndarray]]:
+    """A float64 attention layer with random weights, and those weights by name."""
+    module = CausalSelfAttention(cfg)
+    return module, random_weights(module, seed)
+
+
+def gpt(cfg: dict[str, Any], seed: int) -> tuple[GPT, dict[str, np.ndarray]]:
+    """A float64 GPT with random weights, and those weights by name."""
+    model = GPT(cfg)
+    return model, random_weights(model, seed)
+
+
+def grads(module: nn.Module) -> dict[str, np.ndarray | None]:
+    return {name: None if p.grad is None else p.grad.numpy().copy()
+            for name, p in module.named_parameters()}
+
+
+def train(cfg: dict[str, Any], seed: int, batches: list[tuple[np.ndarray, np.ndarray]],
+          optim: dict[str, Any]) -> dict[str, Any]:
+    """Train the torch GPT from the weights of ``gpt(cfg, seed)`` on ``batches``, one
+    optimizer step per batch; the loss before each step, and the parameters at the end."""
+    model, _ = gpt(cfg, seed)
+    opt = model.configure_optimizers(optim["weight_decay"], optim["lr"], tuple(optim["betas"]))
+    losses = []
+    for idx, targets in batches:
+        opt.zero_grad()
+        _, loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"losses": np.array(losses),
+            "params": {n: p.detach().numpy().copy() for n, p in model.named_parameters()}}
