@@ -25,6 +25,13 @@ def config(**overrides: Any) -> dict[str, Any]:
     return base
 
 
+def describe(cfg: dict[str, Any], shape: tuple[int, ...] | None = None) -> str:
+    """The tinytrain model a grader test builds, for its messages."""
+    text = "tt.models.GPT(GPTConfig(" + ", ".join(f"{k}={v!r}" for k, v in cfg.items()) + \
+        ")) with PyTorch's weights (float64)"
+    return text if shape is None else f"{text}, idx of shape {shape}"
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: dict[str, Any]) -> None:
         super().__init__()
@@ -98,11 +105,11 @@ class GPT(nn.Module):
         return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
     def configure_optimizers(self, weight_decay: float, learning_rate: float,
-                             betas: tuple[float, float]) -> torch.optim.AdamW:
+                             betas: tuple[float, float] = (0.9, 0.999)) -> torch.optim.AdamW:
         params = [p for _, p in self.named_parameters() if p.requires_grad]
         groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-        return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, foreach=False)
+        return torch.optim.AdamW(groups, lr=learning_rate, betas=tuple(betas), foreach=False)
 
 
 def random_weights(model: nn.Module, seed: int, dtype: torch.dtype = torch.float64,
@@ -128,10 +135,14 @@ def random_weights(model: nn.Module, seed: int, dtype: torch.dtype = torch.float
     return values
 
 
-def attention(cfg: dict[str, Any], seed: int) -> tuple[CausalSelfAttention, dict[str, np.ndarray]]:
-    """A float64 attention layer with random weights, and those weights by name."""
+def attention(cfg: dict[str, Any], seed: int, dtype: torch.dtype = torch.float64,
+              ) -> tuple[CausalSelfAttention, dict[str, np.ndarray]]:
+    """An attention layer with random weights (Dropouts in eval mode), and those weights by
+    name."""
     module = CausalSelfAttention(cfg)
-    return module, random_weights(module, seed)
+    weights = random_weights(module, seed, dtype)
+    module.eval()
+    return module, weights
 
 
 def gpt(cfg: dict[str, Any], seed: int) -> tuple[GPT, dict[str, np.ndarray]]:
@@ -140,17 +151,44 @@ def gpt(cfg: dict[str, Any], seed: int) -> tuple[GPT, dict[str, np.ndarray]]:
     return model, random_weights(model, seed)
 
 
+def attention_run(module: CausalSelfAttention, x: np.ndarray, grad_output: np.ndarray,
+                  ) -> dict[str, Any]:
+    """What the probe ``gpt.attention`` observes, with torch."""
+    inputs = torch.from_numpy(x.copy()).requires_grad_(True)
+    out = module(inputs)
+    out.backward(torch.from_numpy(grad_output.copy()))
+    return {"output": out.detach().numpy().copy(), "grads": grads(module),
+            "input_grad": inputs.grad.numpy().copy()}
+
+
+def gpt_forward(model: GPT, idx: np.ndarray, targets: np.ndarray) -> dict[str, Any]:
+    """What the probe ``gpt.gpt_forward`` observes, with torch."""
+    logits, loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
+    loss.backward()
+    return {"logits": logits.detach().numpy().copy(), "loss": loss.detach().numpy().copy(),
+            "grads": grads(model)}
+
+
+def param_groups(model: GPT, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the probe ``gpt.param_groups`` observes, with torch."""
+    opt = model.configure_optimizers(**options)
+    names = {id(p): name for name, p in model.named_parameters()}
+    return [{"type": type(opt).__name__, "params": [names[id(p)] for p in group["params"]],
+             **{k: [float(x) for x in v] if isinstance(v, tuple) else v
+                for k, v in group.items()
+                if k in ("lr", "weight_decay", "betas", "eps", "amsgrad")}}
+            for group in opt.param_groups]
+
+
 def grads(module: nn.Module) -> dict[str, np.ndarray | None]:
     return {name: None if p.grad is None else p.grad.numpy().copy()
             for name, p in module.named_parameters()}
 
 
-def train(cfg: dict[str, Any], seed: int, batches: list[tuple[np.ndarray, np.ndarray]],
-          optim: dict[str, Any]) -> dict[str, Any]:
-    """Train the torch GPT from the weights of ``gpt(cfg, seed)`` on ``batches``, one
-    optimizer step per batch; the loss before each step, and the parameters at the end."""
-    model, _ = gpt(cfg, seed)
-    opt = model.configure_optimizers(optim["weight_decay"], optim["lr"], tuple(optim["betas"]))
+def train(model: GPT, batches: list[list[np.ndarray]], options: dict[str, Any],
+          ) -> dict[str, Any]:
+    """What the probe ``gpt.train`` observes, with torch: one AdamW step per batch."""
+    opt = model.configure_optimizers(**options)
     losses = []
     for idx, targets in batches:
         opt.zero_grad()

@@ -2,8 +2,11 @@
 
 from ..ops import (
     cross_entropy,
+    dropout,
+    embedding,
     gelu,
     hardtanh,
+    layer_norm,
     leaky_relu,
     linear,
     log_softmax,
@@ -15,6 +18,6 @@ from ..ops import (
 )
 
 __all__ = [
-    "cross_entropy", "gelu", "hardtanh", "leaky_relu", "linear", "log_softmax", "mse_loss",
-    "relu", "sigmoid", "softmax", "tanh",
+    "cross_entropy", "dropout", "embedding", "gelu", "hardtanh", "layer_norm", "leaky_relu",
+    "linear", "log_softmax", "mse_loss", "relu", "sigmoid", "softmax", "tanh",
 ]

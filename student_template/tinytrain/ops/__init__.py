@@ -5,6 +5,7 @@ from .activation import gelu, hardtanh, leaky_relu, log_softmax, relu, sigmoid, 
 from .arithmetic import add, div, maximum, minimum, mul, neg, pow, sub, where
 from .comparison import eq, ge, gt, le, lt, ne
 from .conversion import to_dtype
+from .layers import dropout, embedding, layer_norm
 from .linalg import linear, matmul
 from .loss import cross_entropy, mse_loss
 from .reduction import amax, amin, argmax, argmin, logsumexp, max, mean, min, sum, var
@@ -26,10 +27,10 @@ from .unary import abs, clamp, cos, exp, log, reciprocal, rsqrt, sign, sin, sqrt
 
 __all__ = [
     "abs", "add", "amax", "amin", "argmax", "argmin", "cat", "clamp", "contiguous", "cos",
-    "cross_entropy", "div", "eq", "exp", "expand", "flatten", "ge", "gelu", "getitem", "gt",
-    "hardtanh", "le", "leaky_relu", "linear", "log", "log_softmax", "logsumexp", "lt",
-    "matmul", "max", "maximum", "mean", "min", "minimum", "mse_loss", "mul", "ne", "neg",
-    "permute", "pow", "reciprocal", "relu", "reshape", "rsqrt", "sigmoid", "sign", "sin",
-    "softmax", "sqrt", "squeeze", "stack", "sub", "sum", "tanh", "to_dtype", "transpose",
-    "unsqueeze", "var", "view", "where",
+    "cross_entropy", "div", "dropout", "embedding", "eq", "exp", "expand", "flatten", "ge",
+    "gelu", "getitem", "gt", "hardtanh", "layer_norm", "le", "leaky_relu", "linear", "log",
+    "log_softmax", "logsumexp", "lt", "matmul", "max", "maximum", "mean", "min", "minimum",
+    "mse_loss", "mul", "ne", "neg", "permute", "pow", "reciprocal", "relu", "reshape", "rsqrt",
+    "sigmoid", "sign", "sin", "softmax", "sqrt", "squeeze", "stack", "sub", "sum", "tanh",
+    "to_dtype", "transpose", "unsqueeze", "var", "view", "where",
 ]

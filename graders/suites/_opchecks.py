@@ -1,0 +1,191 @@
+"""The operator checks generated from the op table (``graders.optable``).
+
+``op_checks(assignment)`` makes the test functions for the ops whose task belongs to that
+assignment; a suite module of the assignment exposes them (``globals().update(...)``), so
+each assignment's ops are collected with its own suite (assignment 2's operators in
+``hw2_ops``, the layer operators of assignment 5 in ``hw5_training``).
+
+Per operator: forward values, gradients against torch's autograd, gradients against
+central differences, and where the table says so: subgradient rules at kinks and ties,
+stability for large logits, view semantics and error cases. Test ids name the operator,
+e.g. ``test_backward[maximum]`` or ``test_subgradient[relu-zero]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.optable import OPS
+from graders.optable.spec import OpInfo, describe, reproducer, tensor_names, to_wire
+from graders.oracle import ops as oracle
+from graders.strategies.ops import DTYPES, Draw, Sample
+from graders.suites._support import examples, task
+
+GRADCHECK_TOLERANCE = (1e-3, 1e-5)  # torch.autograd.gradcheck's (rtol, atol)
+
+
+def _params(ops: list[OpInfo]) -> list[Any]:
+    return [pytest.param(op, id=op.name, marks=task(op.task)) for op in ops]
+
+
+def _cases(ops: list[OpInfo], attribute: str) -> list[Any]:
+    return [pytest.param(op, case, id=f"{op.name}-{case.name}", marks=task(op.task))
+            for op in ops for case in getattr(op, attribute)]
+
+
+def _call(submission: Any, probe: str, call: str, sample: Sample, *extra: Any) -> Any:
+    return submission.call(f"ops.{probe}", call, list(to_wire(sample.args)),
+                           to_wire(sample.kwargs), *extra)
+
+
+def _check_outputs(op: OpInfo, call: str, sample: Sample, got: list[np.ndarray],
+                   expected: list[np.ndarray], note: str = "") -> None:
+    case = describe(sample)
+    repro = reproducer(call, sample)
+    assert_equal(len(got), len(expected), what=f"{op.name}: number of outputs", case=case,
+                 reproducer=repro)
+    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+        rtol, atol = op.tolerance(e.dtype)
+        label = "output" if len(expected) == 1 else f"output {k}"
+        assert_close(g, e, what=f"{op.name}: {label}{note}", rtol=rtol, atol=atol, case=case,
+                     reproducer=repro)
+
+
+def _check_grads(op: OpInfo, sample: Sample, got: list[Any], expected: list[np.ndarray],
+                 grads_out: list[np.ndarray | None], n_outputs: int, note: str = "",
+                 tolerance: tuple[float, float] | None = None,
+                 against: str = "PyTorch") -> None:
+    names = tensor_names(sample)
+    case = describe(sample)
+    repro = reproducer(op.calls[0], sample, grads_out, n_outputs)
+    for t, g, e in zip(sample.differentiable(), got, expected, strict=True):
+        rtol, atol = tolerance or op.tolerance(e.dtype)
+        assert_close(g, e, what=f"{op.name}: gradient of {names[id(t)]}{note}", rtol=rtol,
+                     atol=atol, case=case, reproducer=repro, against=against)
+
+
+def _forward_and_grads(submission: Any, op: OpInfo, sample: Sample, d: Draw,
+                       grad_values: tuple[float, ...] | None = None) -> tuple[Any, ...]:
+    """The submission's outputs and gradients, and torch's, for random incoming grads."""
+    grads_out = oracle.grad_outputs(op, oracle.forward(op, sample), d.rng, grad_values)
+    expected_out, expected = oracle.backward(op, sample, grads_out)
+    got = _call(submission, "backward", op.calls[0], sample, grads_out)
+    return got, expected_out, expected, grads_out
+
+
+def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
+    """The generated test functions (by name) for the ops of ``assignment``; a check with
+    no op to run (no kinks among these ops, say) is left out."""
+    ops = [op for op in OPS if op.task.split(".")[0] == assignment]
+    differentiable = [op for op in ops if op.differentiable]
+
+    @pytest.mark.parametrize("op", _params(ops))
+    @settings(max_examples=examples(12))
+    @given(data=st.data())
+    def test_forward(submission, op, data):
+        """Forward values and dtypes match torch, through every tinytrain spelling of the op."""
+        d = Draw(data)
+        sample = op.sample(d, d.pick(DTYPES))
+        call = d.pick(op.calls)
+        got = _call(submission, "forward", call, sample)
+        _check_outputs(op, call, sample, got["outputs"], oracle.forward(op, sample))
+
+    @pytest.mark.parametrize("op", _params(differentiable))
+    @settings(max_examples=examples(15))
+    @given(data=st.data())
+    def test_backward(submission, op, data):
+        """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
+        non-contiguous inputs, float32 and float64)."""
+        d = Draw(data)
+        sample = op.sample(d, d.pick(DTYPES))
+        got, expected_out, expected, grads_out = _forward_and_grads(submission, op, sample, d)
+        _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out))
+
+    @pytest.mark.parametrize("op", _params(differentiable))
+    @settings(max_examples=examples(6))
+    @given(data=st.data())
+    def test_gradcheck(submission, op, data):
+        """In float64 away from kinks, every gradient matches central differences of the
+        forward (computed with torch's forward, independently of torch's autograd)."""
+        d = Draw(data)
+        sample = op.sample(d, np.dtype(np.float64))
+        assume(op.near_kink is None or not op.near_kink(sample))
+        outputs = oracle.forward(op, sample)
+        assume(all(np.isfinite(o).all() for o in outputs if o.dtype.kind == "f"))
+        grads_out = oracle.grad_outputs(op, outputs, d.rng)
+        estimate = oracle.finite_differences(op, sample, grads_out)
+        got = _call(submission, "backward", op.calls[0], sample, grads_out)
+        _check_grads(op, sample, got["grads"], estimate, grads_out, len(outputs),
+                     tolerance=GRADCHECK_TOLERANCE, against="central differences (eps 1e-6)")
+
+    @pytest.mark.parametrize(("op", "kink"), _cases(ops, "kinks"))
+    @settings(max_examples=examples(10))
+    @given(data=st.data())
+    def test_subgradient(submission, op, kink, data):
+        """At kinks and ties (hit on purpose), outputs and gradients are torch's."""
+        d = Draw(data)
+        sample = kink.sample(d, d.pick(DTYPES))
+        got, expected_out, expected, grads_out = _forward_and_grads(
+            submission, op, sample, d, kink.grad_values)
+        note = f" at a kink ({kink.rule})"
+        _check_outputs(op, op.calls[0], sample, got["outputs"], expected_out, note)
+        _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out), note)
+
+    @pytest.mark.parametrize("op", _params([op for op in ops if op.stability]))
+    @settings(max_examples=examples(8))
+    @given(data=st.data())
+    def test_stability(submission, op, data):
+        """With logits around +-1e4 (exp overflows without care), outputs and gradients
+        stay finite and match torch."""
+        d = Draw(data)
+        sample = op.stability(d, d.pick(DTYPES))
+        got, expected_out, expected, grads_out = _forward_and_grads(submission, op, sample, d)
+        note = " with logits around +-1e4 (subtract the max before exp)"
+        _check_outputs(op, op.calls[0], sample, got["outputs"], expected_out, note)
+        _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out), note)
+
+    @pytest.mark.parametrize("op", _params([op for op in ops if op.view]))
+    @settings(max_examples=examples(5))
+    @given(data=st.data())
+    def test_view(submission, op, data):
+        """On a contiguous input the output is a view: it shares storage and the version
+        counter with its input, and its _base is the input (the Function's forward must
+        return a NumPy view, not a copy)."""
+        d = Draw(data)
+        sample = op.sample(d, d.pick(DTYPES))
+        assume(oracle.forward(op, sample)[0].size > 0)
+        got = _call(submission, "view", op.calls[0], sample)
+        assert_equal(got, {"shares_storage": True, "shares_version_counter": True,
+                           "base_is_input": True},
+                     what=f"{op.name}: is the output a view of its (contiguous) input",
+                     case=describe(sample), reproducer=reproducer(op.calls[0], sample))
+
+    @pytest.mark.parametrize(("op", "error"), _cases(ops, "errors"))
+    @settings(max_examples=examples(3))
+    @given(data=st.data())
+    def test_error(submission, op, error, data):
+        """Where torch raises, the submission raises the same exception type and message."""
+        d = Draw(data)
+        sample = error.sample(d, d.pick(DTYPES))
+        got = _call(submission, "raises", op.calls[0], sample)
+        assert_raises_like(got, error.exc_type, what=f"{op.name} ({error.name})",
+                           contains=error.contains, case=describe(sample),
+                           reproducer=reproducer(op.calls[0], sample))
+
+    checks = {
+        test_forward: ops,
+        test_backward: differentiable,
+        test_gradcheck: differentiable,
+        test_subgradient: _cases(ops, "kinks"),
+        test_stability: [op for op in ops if op.stability],
+        test_view: [op for op in ops if op.view],
+        test_error: _cases(ops, "errors"),
+    }
+    return {fn.__name__: fn for fn, cases in checks.items() if cases}
