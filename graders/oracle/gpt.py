@@ -137,12 +137,9 @@ def random_weights(model: nn.Module, seed: int, dtype: torch.dtype = torch.float
 
 def attention(cfg: dict[str, Any], seed: int, dtype: torch.dtype = torch.float64,
               ) -> tuple[CausalSelfAttention, dict[str, np.ndarray]]:
-    """An attention layer with random weights (Dropouts in eval mode), and those weights by
-    name."""
+    """An attention layer with random weights, and those weights by name."""
     module = CausalSelfAttention(cfg)
-    weights = random_weights(module, seed, dtype)
-    module.eval()
-    return module, weights
+    return module, random_weights(module, seed, dtype)
 
 
 def gpt(cfg: dict[str, Any], seed: int) -> tuple[GPT, dict[str, np.ndarray]]:

@@ -55,8 +55,6 @@ def _attention(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray]) -> 
     config = tt.models.GPTConfig(**cfg)
     module = _build(tt, lambda: tt.models.CausalSelfAttention(config))
     _load(module, weights)
-    module.attn_dropout.eval()  # each Dropout's own switch: no dependency on Module.train
-    module.resid_dropout.eval()
     return module
 
 
@@ -70,9 +68,8 @@ def _gpt(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray]) -> Any:
 @probe
 def attention(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray], x: np.ndarray,
               grad_output: np.ndarray) -> dict[str, Any]:
-    """CausalSelfAttention(GPTConfig(**cfg)) with ``weights`` (Dropouts in eval mode):
-    the output for ``x`` and, after backward with ``grad_output``, the gradients of every
-    weight and of ``x``."""
+    """CausalSelfAttention(GPTConfig(**cfg)) with ``weights``: the output for ``x`` and,
+    after backward with ``grad_output``, the gradients of every weight and of ``x``."""
     module = _attention(tt, cfg, weights)
     inputs = tt.tensor(x).requires_grad_(True)
     out = module(inputs)

@@ -101,23 +101,22 @@ def layer_norm_specs(draw: Any) -> dict[str, Any]:
     return _finish(rng, spec, (*batch, *normalized), dtype)
 
 
-ACTIVATIONS = ["ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Hardtanh", "Softmax",
-               "LogSoftmax"]
+# (kind, constructor options): each option that changes the function gets its own case
+ACTIVATIONS = [("ReLU", {}), ("LeakyReLU", {}), ("LeakyReLU", {"negative_slope": 0.2}),
+               ("GELU", {}), ("GELU", {"approximate": "tanh"}), ("Tanh", {}), ("Sigmoid", {}),
+               ("Hardtanh", {}), ("Hardtanh", {"min_val": -0.5, "max_val": 2.0}),
+               ("Softmax", {"dim": "any"}), ("LogSoftmax", {"dim": "any"})]
 
 
 @st.composite
-def activation_specs(draw: Any, kind: str) -> dict[str, Any]:
+def activation_specs(draw: Any, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    """An input of 1 to 3 dims for ``nn.<kind>(**options)``; ``dim="any"`` is drawn
+    (any valid dim, negative ones included)."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     dtype = draw(st.sampled_from(DTYPES))
     shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
-    kwargs: dict[str, Any] = {}
-    if kind == "LeakyReLU" and draw(st.booleans()):
-        kwargs["negative_slope"] = draw(st.sampled_from([0.2, 1.5]))
-    elif kind == "GELU" and draw(st.booleans()):
-        kwargs["approximate"] = draw(st.sampled_from(["none", "tanh"]))
-    elif kind == "Hardtanh" and draw(st.booleans()):
-        kwargs.update(min_val=-0.5, max_val=draw(st.sampled_from([0.5, 2.0])))
-    elif kind in ("Softmax", "LogSoftmax"):
+    kwargs = dict(options)
+    if kwargs.get("dim") == "any":
         kwargs["dim"] = draw(st.integers(-len(shape), len(shape) - 1))
     values = rng.uniform(-3, 3, shape)
     values[np.abs(values) < 1e-3] = 0.5  # keep away from kinks (tested in task 2.6)
@@ -125,10 +124,16 @@ def activation_specs(draw: Any, kind: str) -> dict[str, Any]:
     return _finish(rng, spec, shape, dtype)
 
 
+# (kind, the option every example uses)
+LOSSES = [("MSELoss", ""), ("CrossEntropyLoss", ""), ("CrossEntropyLoss", "ignore_index"),
+          ("CrossEntropyLoss", "label_smoothing")]
+
+
 @st.composite
-def loss_specs(draw: Any, kind: str) -> dict[str, Any]:
+def loss_specs(draw: Any, kind: str, feature: str = "") -> dict[str, Any]:
     """MSELoss with every reduction; CrossEntropyLoss on (N, C) or (N, C, d) logits with
-    every reduction, ignore_index (some targets ignored) and label_smoothing."""
+    every reduction, plus ``feature``: ignore_index (0, 1 or -1; the first sample's
+    targets ignored) or label_smoothing."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     dtype = draw(st.sampled_from(DTYPES))
     kwargs: dict[str, Any] = {}
@@ -142,14 +147,13 @@ def loss_specs(draw: Any, kind: str) -> dict[str, Any]:
     else:
         n, classes = draw(st.integers(1, 4)), draw(st.integers(2, 5))
         extra = (draw(st.integers(1, 3)),) if draw(st.booleans()) else ()
-        ignore = -100
-        if draw(st.booleans()):
-            ignore = draw(st.sampled_from([0, 1, -1]))
-            kwargs["ignore_index"] = ignore
-        if draw(st.booleans()):
-            kwargs["label_smoothing"] = draw(st.sampled_from([0.1, 0.4]))
         target = rng.integers(0, classes, (n, *extra))
-        target[0] = target[0] if n == 1 else ignore  # the first sample ignored when n > 1
+        if feature == "ignore_index":
+            kwargs["ignore_index"] = draw(st.sampled_from([0, 1, -1]))
+            if n > 1:
+                target[0] = kwargs["ignore_index"]
+        if feature == "label_smoothing":
+            kwargs["label_smoothing"] = draw(st.sampled_from([0.1, 0.4]))
         inputs = [rng.uniform(-3, 3, (n, classes, *extra)).astype(dtype), target.astype(np.int64)]
         grads = [True, False]
         out_shape = (n, *extra)

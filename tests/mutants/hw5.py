@@ -433,3 +433,256 @@ ALTERNATIVES = [
         why="Keras' order: count first, reset on improvement",
     ),
 ]
+
+# ----- the layers, attention, GPT (tasks 5.8-5.14) --------------------------------------
+MUTANTS += [
+    # 5.8 Linear and Embedding
+    Mutant(
+        id="linear-init-relu-gain",
+        task="5.8",
+        file="nn/layers.py",
+        find="        init.kaiming_uniform_(self.weight, a=math.sqrt(5))",
+        replace='        init.kaiming_uniform_(self.weight, nonlinearity="relu")',
+        why="Linear's weight drawn with He's ReLU gain: U(+-sqrt(6 / fan_in)), not +-1/sqrt(fan_in)",
+    ),
+    Mutant(
+        id="linear-bias-bound-without-sqrt",
+        task="5.8",
+        file="nn/layers.py",
+        find="            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0",
+        replace="            bound = 1 / fan_in if fan_in > 0 else 0",
+        why="Linear's bias bound is 1 / fan_in instead of 1 / sqrt(fan_in)",
+    ),
+    Mutant(
+        id="kaiming-ignores-mode",
+        task="5.8",
+        file="nn/init.py",
+        find='    fan = fan_in if mode == "fan_in" else fan_out',
+        replace="    fan = fan_in",
+        why="kaiming_uniform_(mode='fan_out') still scales by fan_in",
+    ),
+    Mutant(
+        id="embedding-init-uniform",
+        task="5.8",
+        file="nn/layers.py",
+        find="        init.normal_(self.weight)\n        if self.padding_idx is not None:",
+        replace="        init.uniform_(self.weight, -1, 1)\n        if self.padding_idx is not None:",
+        why="Embedding's weight drawn from U(-1, 1) instead of N(0, 1)",
+    ),
+    Mutant(
+        id="embedding-backward-overwrites-repeats",
+        task="5.8",
+        file="ops/layers.py",
+        find="        np.add.at(grad_weight, ctx.indices.reshape(-1), grad.reshape(-1, dim))",
+        replace="        grad_weight[ctx.indices.reshape(-1)] = grad.reshape(-1, dim)",
+        why="a row picked several times keeps only one gradient (assignment, not scatter-add)",
+    ),
+    Mutant(
+        id="embedding-padding-row-gets-gradient",
+        task="5.8",
+        file="ops/layers.py",
+        find="        if ctx.padding_idx is not None:\n            grad_weight[ctx.padding_idx] = 0\n",
+        replace="",
+        why="the padding row receives gradient",
+    ),
+    Mutant(
+        id="embedding-negative-index-wraps",
+        task="5.8",
+        file="ops/layers.py",
+        find="        if idx.size and (idx.min() < 0 or idx.max() >= num_embeddings):",
+        replace="        if idx.size and idx.max() >= num_embeddings:",
+        why="a negative index wraps around (NumPy's rule) instead of raising IndexError",
+    ),
+    # 5.9 LayerNorm
+    Mutant(
+        id="layernorm-unbiased-variance",
+        task="5.9",
+        file="ops/layers.py",
+        find="        var = (centered * centered).mean(axis=axes, keepdims=True)",
+        replace="        var = x.var(axis=axes, keepdims=True, ddof=1) if x.size else centered",
+        why="LayerNorm normalises with the unbiased variance (N - 1) instead of the biased one",
+    ),
+    Mutant(
+        id="layernorm-backward-no-variance-term",
+        task="5.9",
+        file="ops/layers.py",
+        find="            grad_input = rstd * (g - g.mean(axis=axes, keepdims=True)\n"
+             "                                 - x_hat * (g * x_hat).mean(axis=axes, "
+             "keepdims=True))",
+        replace="            grad_input = rstd * (g - g.mean(axis=axes, keepdims=True))",
+        why="the input gradient forgets that the variance depends on the input too",
+    ),
+    Mutant(
+        id="layernorm-weight-grad-without-xhat",
+        task="5.9",
+        file="ops/layers.py",
+        find="        grad_weight = (grad * x_hat).sum(axis=batch) if needs[2] else None",
+        replace="        grad_weight = grad.sum(axis=batch) if needs[2] else None",
+        why="the weight gradient sums the incoming gradient without multiplying by x_hat",
+    ),
+    # 5.10 Dropout
+    Mutant(
+        id="dropout-active-in-eval",
+        task="5.10",
+        file="ops/layers.py",
+        find="    if not training or p == 0:\n        return input",
+        replace="    if p == 0:\n        return input",
+        why="Dropout keeps dropping in eval mode",
+    ),
+    Mutant(
+        id="dropout-not-inverted",
+        task="5.10",
+        file="ops/layers.py",
+        find="        scale = 0.0 if p == 1 else 1.0 / (1.0 - p)",
+        replace="        scale = 0.0 if p == 1 else 1.0",
+        why="kept elements are not scaled by 1 / (1 - p) (the expected value shrinks)",
+    ),
+    Mutant(
+        id="dropout-keeps-with-probability-p",
+        task="5.10",
+        file="ops/layers.py",
+        find="        keep = tt_random.default_generator().random(input.shape) >= p",
+        replace="        keep = tt_random.default_generator().random(input.shape) < p",
+        why="each element is kept (not dropped) with probability p",
+    ),
+    Mutant(
+        id="dropout-numpy-global-rng",
+        task="5.10",
+        file="ops/layers.py",
+        find="        keep = tt_random.default_generator().random(input.shape) >= p",
+        replace="        keep = np.random.random(input.shape) >= p",
+        why="masks come from NumPy's global generator: tt.manual_seed does not fix them",
+    ),
+    Mutant(
+        id="dropout-backward-ignores-mask",
+        task="5.10",
+        file="ops/layers.py",
+        find="        return grad * mask.data, None",
+        replace="        return grad, None",
+        why="the gradient flows through dropped elements too",
+    ),
+    # 5.11 activation and loss modules
+    Mutant(
+        id="gelu-module-ignores-approximate",
+        task="5.11",
+        file="nn/activation.py",
+        find="        return F.gelu(input, approximate=self.approximate)",
+        replace="        return F.gelu(input)",
+        why="GELU(approximate='tanh') computes the exact GELU",
+    ),
+    Mutant(
+        id="softmax-module-last-dim",
+        task="5.11",
+        file="nn/activation.py",
+        find="        return F.softmax(input, dim)",
+        replace="        return F.softmax(input, -1)",
+        why="Softmax(dim) always normalises the last dim",
+    ),
+    Mutant(
+        id="cross-entropy-module-drops-options",
+        task="5.11",
+        file="nn/loss.py",
+        find="        return F.cross_entropy(input, target, ignore_index=self.ignore_index,\n"
+             "                               reduction=self.reduction, "
+             "label_smoothing=self.label_smoothing)",
+        replace="        return F.cross_entropy(input, target, reduction=self.reduction)",
+        why="CrossEntropyLoss forgets ignore_index and label_smoothing",
+    ),
+    # 5.12 attention
+    Mutant(
+        id="attention-no-causal-mask",
+        task="5.12",
+        file="models/gpt.py",
+        find='        att = self.attn_dropout(F.softmax(where(future, float("-inf"), scores), dim=-1))',
+        replace="        att = self.attn_dropout(F.softmax(scores, dim=-1))",
+        why="attention without the causal mask: every position sees the future",
+    ),
+    Mutant(
+        id="attention-no-scaling",
+        task="5.12",
+        file="models/gpt.py",
+        find="        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(head))",
+        replace="        scores = q @ k.transpose(-2, -1)",
+        why="scores not scaled by 1 / sqrt(head_size)",
+    ),
+    Mutant(
+        id="attention-heads-split-without-transpose",
+        task="5.12",
+        file="models/gpt.py",
+        find="            return columns.reshape(batch, steps, self.n_head, head).transpose(1, 2)",
+        replace="            return columns.reshape(batch, self.n_head, steps, head)",
+        why="heads split by reshaping (B, T, C) straight to (B, nh, T, hs): heads mix positions",
+    ),
+    # 5.13 GPT
+    Mutant(
+        id="gpt-post-norm",
+        task="5.13",
+        file="models/gpt.py",
+        find="        x = x + self.attn(self.ln_1(x))\n        return x + self.mlp(self.ln_2(x))",
+        replace="        x = self.ln_1(x + self.attn(x))\n        return self.ln_2(x + self.mlp(x))",
+        why="post-norm blocks (LayerNorm after the residual sum) instead of pre-norm",
+    ),
+    Mutant(
+        id="gpt-no-position-embedding",
+        task="5.13",
+        file="models/gpt.py",
+        find="        x = transformer.wte(idx) + transformer.wpe(arange(steps))",
+        replace="        x = transformer.wte(idx)",
+        why="the position embeddings are never added",
+    ),
+    Mutant(
+        id="gpt-no-final-layernorm",
+        task="5.13",
+        file="models/gpt.py",
+        find="        logits = self.lm_head(transformer.ln_f(x))",
+        replace="        logits = self.lm_head(x)",
+        why="the head reads the residual stream without the final LayerNorm",
+    ),
+    # 5.14 end to end
+    Mutant(
+        id="param-groups-decay-everything",
+        task="5.14",
+        file="models/gpt.py",
+        find='            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},',
+        replace='            {"params": [p for p in params if p.ndim < 2], "weight_decay": weight_decay},',
+        why="biases and LayerNorm weights decay too",
+    ),
+    Mutant(
+        id="param-groups-tied-weight-twice",
+        task="5.14",
+        file="models/gpt.py",
+        find="        params = [p for _, p in self.named_parameters() if p.requires_grad]",
+        replace="        params = [p for _, p in self.named_parameters(remove_duplicate=False)\n"
+                "                  if p.requires_grad]",
+        why="a tied weight is listed (and so updated) twice",
+    ),
+]
+
+ALTERNATIVES += [
+    Mutant(
+        id="attention-additive-mask",
+        task="5.12",
+        file="models/gpt.py",
+        find='        att = self.attn_dropout(F.softmax(where(future, float("-inf"), scores), dim=-1))',
+        replace="        mask = Tensor(np.where(future.data, -np.inf, 0.0).astype(scores.data.dtype))\n"
+                "        att = self.attn_dropout(F.softmax(scores + mask, dim=-1))",
+        why="the causal mask added as a matrix of 0 and -inf",
+    ),
+    Mutant(
+        id="layernorm-var-by-numpy",
+        task="5.9",
+        file="ops/layers.py",
+        find="        var = (centered * centered).mean(axis=axes, keepdims=True)",
+        replace="        var = x.var(axis=axes, keepdims=True)",
+        why="the biased variance from np.var",
+    ),
+    Mutant(
+        id="embedding-backward-one-hot",
+        task="5.8",
+        file="ops/layers.py",
+        find="        np.add.at(grad_weight, ctx.indices.reshape(-1), grad.reshape(-1, dim))",
+        replace="        one_hot = ctx.indices.reshape(-1, 1) == np.arange(ctx.num_embeddings)\n"
+                "        grad_weight += one_hot.T.astype(grad.dtype) @ grad.reshape(-1, dim)",
+        why="the weight gradient as one_hot(indices).T @ grad",
+    ),
+]

@@ -20,6 +20,7 @@ from graders.optable import OPS
 from graders.oracle import layers as oracle
 from graders.strategies.layers import (
     ACTIVATIONS,
+    LOSSES,
     activation_specs,
     embedding_specs,
     layer_norm_specs,
@@ -211,21 +212,24 @@ def test_layer_norm_matches_torch(submission, spec):
 
 # ----- 5.11 activation and loss modules -----------------------------------------------
 @task("5.11")
-@pytest.mark.parametrize("kind", ACTIVATIONS)
-@settings(max_examples=examples(8))
+@pytest.mark.parametrize(("kind", "options"), ACTIVATIONS,
+                         ids=[f"{k}({', '.join(f'{n}={v!r}' for n, v in o.items())})"
+                              for k, o in ACTIVATIONS])
+@settings(max_examples=examples(6))
 @given(data=st.data())
-def test_activation_module(submission, kind, data):
-    """The activation module (its options included) against torch.nn: output and input
+def test_activation_module(submission, kind, options, data):
+    """The activation module (with these options) against torch.nn: output and input
     gradient."""
-    _check_run(submission, data.draw(activation_specs(kind)))
+    _check_run(submission, data.draw(activation_specs(kind, options)))
 
 
 @task("5.11")
-@pytest.mark.parametrize("kind", ["MSELoss", "CrossEntropyLoss"])
-@settings(max_examples=examples(20))
+@pytest.mark.parametrize(("kind", "feature"), LOSSES,
+                         ids=[f"{k}({f})" if f else k for k, f in LOSSES])
+@settings(max_examples=examples(12))
 @given(data=st.data())
-def test_loss_module(submission, kind, data):
-    """The loss module against torch.nn: every reduction, and for CrossEntropyLoss
-    ignore_index (ignored targets count for nothing) and label_smoothing; the loss and
-    the gradient of the logits (and of MSELoss' target)."""
-    _check_run(submission, data.draw(loss_specs(kind)))
+def test_loss_module(submission, kind, feature, data):
+    """The loss module against torch.nn, every reduction (for CrossEntropyLoss with
+    ignore_index: ignored targets count for nothing; label_smoothing): the loss and the
+    gradient of the logits (and of MSELoss' target)."""
+    _check_run(submission, data.draw(loss_specs(kind, feature)))
