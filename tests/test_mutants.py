@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import grade, task_scores
+from .conftest import grade_forked as grade
+from .conftest import task_scores
 from .mutants import all_alternatives, all_mutants
 
 MUTANTS = all_mutants()
