@@ -2,6 +2,7 @@
 
 from . import (
     _tensor_methods,  # noqa: F401 - binds operators to Tensor
+    amp,
     autograd,
     data,
     dtypes,
@@ -62,6 +63,7 @@ __all__ = [
     "Generator",
     "Tensor",
     "add",
+    "amp",
     "arange",
     "autograd",
     "bool",
