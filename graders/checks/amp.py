@@ -129,3 +129,18 @@ def _check_iteration(g: dict[str, Any], e: dict[str, Any], where: str, case: str
           "row since the last growth or overflow)")
     for i, (gp, ep) in enumerate(zip(g["params"], e["params"], strict=True)):
         close(gp, ep, f"parameter #{i} after the iteration")
+
+
+def assert_state_dict_matches(got: dict[str, Any], expected: dict[str, Any], *, what: str,
+                              case: str | None = None) -> None:
+    """Same keys, same Python types, "scale" within SCALE_RTOL, the rest exact."""
+    assert_equal(sorted(got), sorted(expected), what=f"keys of {what}", case=case)
+    assert_equal({k: type(v).__name__ for k, v in got.items()},
+                 {k: type(v).__name__ for k, v in expected.items()},
+                 what=f"types of the values of {what}", case=case)
+    for key, value in expected.items():
+        if key == "scale":
+            assert_close(np.asarray(got[key], np.float64), np.asarray(value, np.float64),
+                         rtol=SCALE_RTOL, atol=0.0, what=f"{what}['scale']", case=case)
+        else:
+            assert_equal(got[key], value, what=f"{what}[{key!r}]", case=case)

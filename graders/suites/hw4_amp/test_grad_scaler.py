@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
-from graders.checks.amp import assert_run_matches, config_call
+from graders.checks.amp import assert_run_matches, assert_state_dict_matches, config_call
 from graders.oracle import amp as oracle
 from graders.strategies.amp import fixed_run, runs, scaler_configs
 from graders.suites._support import examples, literal, task
@@ -25,8 +25,9 @@ def _check_run(submission, run):
     got = submission.call("amp.scaler_run", run)
     expected = oracle.scaler_run(run)
     assert_run_matches(got["steps"], expected["steps"], run)
-    assert_equal(got["state_dict"], expected["state_dict"],
-                 what=f"state_dict() at the end of the run of {config_call(run['config'])}")
+    assert_state_dict_matches(got["state_dict"], expected["state_dict"],
+                              what=f"state_dict() at the end of the run of "
+                                   f"{config_call(run['config'])}")
 
 
 DEFAULTS = {"init_scale": 2.0**16, "growth_factor": 2.0, "backoff_factor": 0.5}
@@ -80,6 +81,9 @@ def test_scaler_matches_torch(submission, run):
     _check_run(submission, run)
 
 
+GETTERS = ["scale", "get_growth_factor()", "get_backoff_factor()", "get_growth_interval()"]
+
+
 @task("4.3")
 @settings(max_examples=examples(15))
 @given(run=runs(min_steps=2), other=scaler_configs(), warm=st.booleans(), data=st.data())
@@ -97,13 +101,10 @@ def test_state_dict_resume(submission, run, other, warm, data):
                       ("loaded", f"{second}{' (after one scale())' if warm else ''} "
                                  "state_dict() right after load_state_dict(saved)"),
                       ("final", "state_dict() of the loaded scaler at the end")):
-        assert_equal(got[key], expected[key], what=what)
-        assert_equal({k: type(v).__name__ for k, v in got[key].items()},
-                     {k: type(v).__name__ for k, v in expected[key].items()},
-                     what=f"types of the values of {what}")
-    assert_equal(got["getters"], expected["getters"],
-                 what="[get_scale(), get_growth_factor(), get_backoff_factor(), "
-                      "get_growth_interval()] of the loaded scaler")
+        assert_state_dict_matches(got[key], expected[key], what=what)
+    assert_state_dict_matches(
+        dict(zip(GETTERS, got["getters"], strict=True)),
+        dict(zip(GETTERS, expected["getters"], strict=True)), what="the loaded scaler's getters")
     assert_run_matches(got["before"], expected["before"], run)
     assert_run_matches(got["after"], expected["after"], run, offset=split,
                        label="after load_state_dict, ")
