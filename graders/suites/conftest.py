@@ -16,6 +16,7 @@ _COMMON = dict(
     report_multiple_bugs=False,
     suppress_health_check=list(HealthCheck),
 )
+settings.register_profile("quick", max_examples=8, **_COMMON)
 settings.register_profile("default", max_examples=25, **_COMMON)
 settings.register_profile("thorough", max_examples=200, **_COMMON)
 settings.load_profile(os.environ.get("TINYTRAIN_GRADER_PROFILE", "default"))
