@@ -9,8 +9,12 @@ from hypothesis import HealthCheck, settings
 
 torch.set_num_threads(1)
 
+# Every setting that matters is spelled out: profiles inherit from the one loaded at
+# import, and Hypothesis loads its own "ci" profile (derandomize=True, which ignores
+# --seed) wherever a CI variable is set.
 _COMMON = dict(
     database=None,
+    derandomize=False,
     deadline=None,
     print_blob=False,
     report_multiple_bugs=False,
