@@ -9,7 +9,8 @@ import pytest
 
 from graders import rubric
 
-from .conftest import grade, task_scores
+from .conftest import grade_forked as grade
+from .conftest import task_scores
 from .mutants import all_alternatives, all_mutants
 
 MUTANTS = all_mutants()

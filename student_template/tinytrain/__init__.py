@@ -2,6 +2,7 @@
 
 from . import (
     _tensor_methods,  # noqa: F401 - binds operators to Tensor
+    amp,
     autograd,
     data,
     dtypes,
@@ -115,6 +116,7 @@ __all__ = [
     "add",
     "amax",
     "amin",
+    "amp",
     "arange",
     "argmax",
     "argmin",
