@@ -325,7 +325,7 @@ ALTERNATIVES = [
         id="linear-via-einsum",
         task="2.4",
         file="ops/linalg.py",
-        find="        out = np.matmul(x.data, weight.data.T)\n",
+        find="        out = np.matmul(_rows(x.data), weight.data.T)\n",
         replace="        out = np.einsum('...i,oi->...o', x.data, weight.data)\n",
         why="linear's forward with einsum instead of matmul",
     ),

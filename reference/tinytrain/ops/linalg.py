@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -53,10 +54,10 @@ class Linear(Function):
     def forward(ctx: BackwardNode, x: Tensor, weight: Tensor, bias: Tensor | None) -> np.ndarray:
         # BEGIN SOLUTION 2.4
         ctx.save_for_backward(x, weight)
-        out = np.matmul(x.data, weight.data.T)
+        out = np.matmul(_rows(x.data), weight.data.T)
         if bias is not None:
             out += bias.data
-        return out
+        return out.reshape(*x.shape[:-1], weight.shape[0])
         # END SOLUTION
 
     @staticmethod
@@ -65,12 +66,18 @@ class Linear(Function):
         # HINT: flatten the batch dims to rows: the weight and bias gradients sum over them
         x, weight = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_x = np.matmul(grad, weight.data) if needs[0] else None
-        rows = grad.reshape(-1, grad.shape[-1])
-        grad_w = np.matmul(rows.T, x.data.reshape(-1, x.shape[-1])) if needs[1] else None
+        rows = _rows(grad)
+        grad_x = np.matmul(rows, weight.data).reshape(x.shape) if needs[0] else None
+        grad_w = np.matmul(rows.T, _rows(x.data)) if needs[1] else None
         grad_b = rows.sum(axis=0) if needs[2] else None
         return grad_x, grad_w, grad_b
         # END SOLUTION
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` (*, n) as a matrix (rows, n): one matrix product then replaces NumPy's loop of
+    small ones over the batch dims (twice as fast for a GPT's activations)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def matmul(input: Any, other: Any) -> Tensor:

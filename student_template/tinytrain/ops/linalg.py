@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,12 @@ class Linear(Function):
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         # HINT: flatten the batch dims to rows: the weight and bias gradients sum over them
         raise NotImplementedError("task 2.4: matmul and linear")
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` (*, n) as a matrix (rows, n): one matrix product then replaces NumPy's loop of
+    small ones over the batch dims (twice as fast for a GPT's activations)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def matmul(input: Any, other: Any) -> Tensor:
