@@ -42,10 +42,11 @@ class autocast:  # noqa: N801 - PyTorch's name
     """Context manager (and decorator) for mixed precision regions, as
     ``torch.amp.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``.
 
-    ``dtype`` is the lower-precision type (``tt.float16`` when None, on every device:
-    tinytrain follows the CUDA policy, defaults included). ``enabled=False`` makes a
-    region that runs every op in its inputs' dtypes, also inside an enabled region.
-    ``cache_enabled`` (default True) caches the casts of float32 parameters.
+    ``dtype`` is the lower-precision type; None means the current one (``tt.float16``
+    outside any region, on every device: tinytrain follows the CUDA policy, defaults
+    included). ``enabled=False`` makes a region that runs every op in its inputs' dtypes,
+    also inside an enabled region. ``cache_enabled`` (None: the current setting, True
+    outside any region) caches the casts of float32 parameters.
     """
 
     def __init__(self, device_type: str, dtype: dtypes.DType | None = None,
@@ -56,7 +57,7 @@ class autocast:  # noqa: N801 - PyTorch's name
             raise RuntimeError(
                 f"User specified an unsupported autocast device_type '{device_type}'")
         self.device = device_type
-        self.fast_dtype = dtypes.float16 if dtype is None else dtype
+        self.fast_dtype = get_autocast_dtype() if dtype is None else dtype
         self._cache_enabled = state.cache_enabled if cache_enabled is None else cache_enabled
         if enabled and self.fast_dtype not in _SUPPORTED:
             name = device_type.upper()
