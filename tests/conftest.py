@@ -19,10 +19,12 @@ REFERENCE = ROOT / "reference"
 TEMPLATE = ROOT / "student_template"
 
 
-def grade(submission: Path, out: Path, *args: str, timeout: float = 600) -> dict[str, Any]:
+def grade(submission: Path, out: Path, *args: str, timeout: float = 600,
+          env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``tinytrain-grade`` (as ``python -m graders.cli``) and return score.json,
-    with the exit code and printed text under ``_exit``, ``_stdout``, ``_stderr``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with the exit code and printed text under ``_exit``, ``_stdout``, ``_stderr``.
+    ``env`` adds environment variables."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-m", "graders.cli", str(submission), "--out", str(out), *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,

@@ -1,21 +1,36 @@
-"""Assignment 2 is graded in isolation from assignment 1: a submission whose operators
-are done but whose graph building and engine are still the template's stubs keeps full
-marks on every operator task."""
+"""Tasks are graded in isolation where the design says so: a submission with one
+assignment's homework still stubbed (the template's code for those tasks only) keeps full
+marks on another assignment that must not depend on it. (Assignment 3 does build on
+assignment 2: the in-place operators reduce broadcast gradients with task 2.1's helper.)"""
 
 from __future__ import annotations
 
-import shutil
+import pytest
 
-from .conftest import REFERENCE, TEMPLATE, grade, task_scores
+from graders.authoring import template
+
+from .conftest import REFERENCE, grade_forked, task_scores
+
+# (assignment left unfinished, assignment that must keep full marks, why)
+CLAIMS = [
+    ("1", "2", "operators are graded by calling each Function's backward directly"),
+    ("2", "1", "the engine is graded with graphs of the probes' own Functions"),
+    ("3", "2", "operators never write in place nor save through hooks"),
+    ("3", "1", "saving for backward without hooks runs no assignment-3 homework"),
+    ("5", "1", "Module, Parameter, eval() and model(x) ship complete"),
+    ("2", "4", "GradScaler scales the loss with given code, not the student's mul"),
+    ("5", "4", "GradScaler is graded with a probe-side optimizer"),
+]
 
 
-def test_operators_graded_without_an_engine(tmp_path):
-    submission = tmp_path / "submission" / "tinytrain"
-    shutil.copytree(REFERENCE / "tinytrain", submission,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    for stub in ("autograd/function.py", "autograd/engine.py"):
-        shutil.copy(TEMPLATE / "tinytrain" / stub, submission / stub)
-    score = grade(submission.parent, tmp_path / "out", "--tasks", "2")
+@pytest.mark.parametrize("unfinished, graded, why", CLAIMS,
+                         ids=[f"{u}-stubbed-{g}-graded" for u, g, _ in CLAIMS])
+def test_assignment_graded_without_another(unfinished, graded, why, tmp_path):
+    submission = tmp_path / "submission"
+    template.generate(REFERENCE / "tinytrain", submission / "tinytrain", template.rubric_titles(),
+                      only=lambda task: task.split(".")[0] == unfinished)
+    score = grade_forked(submission, tmp_path / "out", "--tasks", graded)
     assert score["_exit"] == 0, score["_stderr"]
     lost = {t: s for t, s in task_scores(score).items() if s[0] < s[1]}
-    assert not lost, f"operator tasks lost points without an engine: {lost}"
+    assert not lost, f"assignment {graded} lost points with assignment {unfinished} unfinished " \
+                     f"({why}): {lost}"

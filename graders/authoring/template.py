@@ -15,6 +15,7 @@ import argparse
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,12 +73,16 @@ def find_blocks(text: str, path: str, titles: dict[str, str]) -> list[Block]:
     return blocks
 
 
-def strip(text: str, path: str, titles: dict[str, str]) -> str:
-    """The file with each solution block replaced by its hints and a raise."""
+def strip(text: str, path: str, titles: dict[str, str],
+          only: Callable[[str], bool] | None = None) -> str:
+    """The file with each solution block replaced by its hints and a raise (only the
+    blocks of tasks ``only`` accepts, when given: a partly finished submission)."""
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     cursor = 0
     for block in find_blocks(text, path, titles):
+        if only is not None and not only(block.task):
+            continue
         out.extend(lines[cursor : block.start])
         indent = BEGIN.match(lines[block.start])["indent"]
         out.extend(indent + line.strip() + "\n" for line in block.lines if HINT.match(line))
@@ -88,14 +93,16 @@ def strip(text: str, path: str, titles: dict[str, str]) -> str:
     return "".join(out)
 
 
-def generate(reference: Path, target: Path, titles: dict[str, str]) -> None:
-    """Write the template of package ``reference`` into ``target`` (replaced whole)."""
+def generate(reference: Path, target: Path, titles: dict[str, str],
+             only: Callable[[str], bool] | None = None) -> None:
+    """Write the template of package ``reference`` into ``target`` (replaced whole),
+    cutting out every solution block, or only those of the tasks ``only`` accepts."""
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(reference, target, ignore=IGNORED)
     for path in sorted(target.rglob("*.py")):
         rel = str(path.relative_to(target.parent))
-        path.write_text(strip(path.read_text(), rel, titles))
+        path.write_text(strip(path.read_text(), rel, titles, only))
 
 
 def rubric_titles() -> dict[str, str]:

@@ -24,6 +24,23 @@ def scripts() -> Any:
     return st.tuples(call_set, body).map(lambda t: t[0] + [["check"]] + t[1] + [["check"]])
 
 
+def _inside(outer: list[Any], inner: list[Any]) -> list[Any]:
+    """check; with outer: (with inner: check); check; then a check after both."""
+    return [["check"], [*outer, [[*inner, [["check"]]], ["check"]]], ["check"]]
+
+
+# Scripts every grading runs whatever the seed: each mode entered while another has
+# already switched recording off, where "restore the previous mode" and "switch it back
+# on" differ.
+KEY_SCRIPTS = [
+    _inside(["no_grad", None], ["no_grad", None]),
+    _inside(["set_grad_enabled", False], ["set_grad_enabled", False]),
+    _inside(["no_grad", None], ["enable_grad", None]),
+    _inside(["inference_mode", True], ["inference_mode", False]),
+    _inside(["no_grad", None], ["inference_mode", True]),
+]
+
+
 def describe(script: list[Any], indent: int = 0) -> str:
     """The script as the Python it stands for."""
     lines = []

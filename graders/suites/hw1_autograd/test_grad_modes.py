@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 from graders.checks import assert_equal, assert_raises_like
 from graders.oracle.grad_modes import run_script
-from graders.strategies.grad_modes import describe, scripts
+from graders.strategies.grad_modes import KEY_SCRIPTS, describe, scripts
 from graders.suites._support import examples, task
 
 CHECK_HELP = ("where check() prints tt.is_grad_enabled() and whether "
               "(x * 2).grad_fn is set for x requiring grad")
 
 
+def _with_key_scripts(test):
+    for script in reversed(KEY_SCRIPTS):
+        test = example(script=script)(test)
+    return test
+
+
 @task("1.3")
 @settings(max_examples=examples(30))
 @given(script=scripts())
+@_with_key_scripts
 def test_nested_modes_match_torch(submission, script):
     """Nested no_grad/enable_grad/set_grad_enabled/inference_mode blocks match torch."""
     got = submission.call("autograd.grad_mode_script", script)
