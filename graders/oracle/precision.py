@@ -1,16 +1,7 @@
-"""Mixed precision in PyTorch, for assignment 4's graders: op-table samples run with their
-floating point tensors in another dtype, torch's CUDA autocast policy applied on the CPU
-(the inputs cast per the op's category, then the op run in those dtypes), and small
-reference computations (casts, float32-accumulating matmul, opmath with scalars).
-
-There is no GPU here, and torch's *CPU* autocast follows other lists (it keeps softmax in
-low precision, for one). tinytrain follows the CUDA policy on every device, so the
-expectation is built as torch's CUDA autocast wrappers do it (aten/src/ATen/
-autocast_mode.h): "lower_precision" casts every eligible input to the autocast dtype,
-"fp32" to float32, "promote" to float32 if any eligible input is float32 (else the
-autocast dtype), "none" casts nothing; eligible means floating point and not float64.
-tests/test_autocast_policy.py checks the op table's categories against torch's own
-AutocastCUDA kernels (on fake CUDA tensors).
+"""Low precision in PyTorch, for task 4.1's graders: op-table samples run with their
+floating point tensors in float16/bfloat16 (bfloat16 through ml_dtypes on the NumPy side),
+their float32 reference (the same rounded inputs, computed in float32, rounded once), and
+conversions between torch and NumPy that keep bfloat16.
 """
 
 from __future__ import annotations
@@ -52,37 +43,35 @@ def torch_of(value: np.ndarray, layout: str = "contiguous") -> torch.Tensor:
     return _with_layout(value, layout)
 
 
-def float_tensors(sample: Sample) -> list[T]:
-    return [t for t in sample.tensors() if t.value.dtype.kind == "f" or t.value.dtype == BFLOAT16]
+def is_float(value: np.ndarray) -> bool:
+    """Whether an array holds floating point values (bfloat16 included)."""
+    return value.dtype.kind == "f" or value.dtype == BFLOAT16
+
+
+def cast_values(value: np.ndarray, dtype: str) -> np.ndarray:
+    """``value`` converted to ``dtype`` as torch converts (float64 to float16/bfloat16
+    goes through float32; beyond float16's range, inf)."""
+    value = np.asarray(value)
+    if value.dtype.name == dtype:
+        return value
+    return numpy_of(torch_of(value).to(TORCH_DTYPES[dtype]))
+
+
+def copy_sample(sample: Sample) -> Sample:
+    return copy.deepcopy(sample)
 
 
 def in_dtype(sample: Sample, dtype: str) -> Sample:
     """A copy of ``sample`` whose floating point tensors hold their values rounded to
     ``dtype`` (stored in that dtype)."""
-    out = copy.deepcopy(sample)
-    for t in float_tensors(out):
-        with np.errstate(over="ignore"):
-            t.value = np.asarray(t.value).astype(NUMPY_DTYPES[dtype])
+    out = copy_sample(sample)
+    for t in out.tensors():
+        if is_float(t.value):
+            t.value = cast_values(t.value, dtype)
     return out
 
 
-def cast_by_policy(dtype: str, category: str, autocast_dtype: str,
-                   tensor_dtypes: list[str]) -> list[str]:
-    """The dtype each floating point input of an op of ``category`` has once torch's CUDA
-    autocast (with ``autocast_dtype``) has cast it; float64 inputs are never cast."""
-    eligible = [d for d in tensor_dtypes if d != "float64"]
-    if category == "lower_precision":
-        target = autocast_dtype
-    elif category == "fp32":
-        target = "float32"
-    elif category == "promote":
-        target = "float32" if "float32" in eligible else autocast_dtype
-    else:
-        return list(tensor_dtypes)
-    return [target if d != "float64" else d for d in tensor_dtypes]
-
-
-def _torch_args(sample: Sample, requires_grad: bool, cast: dict[int, str] | None = None
+def torch_args(sample: Sample, requires_grad: bool, cast: dict[int, str] | None = None
                 ) -> tuple[list[Any], dict[str, Any], list[torch.Tensor]]:
     """The sample as torch arguments; ``cast`` maps ``id(T)`` to a dtype each float tensor
     is cast to (differentiably, as autocast does) after being made a leaf."""
@@ -120,7 +109,7 @@ def run(op: OpInfo, sample: Sample, grads: list[np.ndarray | None] | None = None
     """torch's outputs (and, with ``grads``, the gradient of each differentiable input)
     for the sample as it is (its tensors in their own dtypes), its float tensors cast
     per ``cast`` first."""
-    args, kwargs, leaves = _torch_args(sample, grads is not None, cast)
+    args, kwargs, leaves = torch_args(sample, grads is not None, cast)
     outs = _outputs(op.torch(*args, **kwargs))
     result: dict[str, Any] = {"outputs": [numpy_of(o) for o in outs]}
     if grads is not None:
@@ -130,17 +119,6 @@ def run(op: OpInfo, sample: Sample, grads: list[np.ndarray | None] | None = None
                                        allow_unused=True, materialize_grads=True)
         result["grads"] = [numpy_of(g) for g in computed]
     return result
-
-
-def autocast_dtypes(op: OpInfo, sample: Sample, autocast_dtype: str) -> list[str]:
-    """The dtype of each output of ``op`` on ``sample`` under torch's CUDA autocast with
-    ``autocast_dtype``: the inputs cast per the op's category, the op run on the CPU."""
-    floats = float_tensors(sample)
-    targets = cast_by_policy("", op.autocast, autocast_dtype,
-                             [t.value.dtype.name for t in floats])
-    cast = {id(t): d for t, d in zip(floats, targets, strict=True)}
-    with torch.no_grad():
-        return [a.dtype.name for a in run(op, sample, None, cast)["outputs"]]
 
 
 def float32_reference(op: OpInfo, sample: Sample, grads: list[np.ndarray | None] | None,
@@ -161,67 +139,3 @@ def float32_reference(op: OpInfo, sample: Sample, grads: list[np.ndarray | None]
             return a.astype(low)
 
     return {k: [rounded(a) for a in v] for k, v in result.items()}
-
-
-# ----- autocast semantics (torch.amp.autocast, CUDA) ---------------------------------
-# torch.amp.autocast.__init__ takes dtype=None as the current autocast dtype (float16 for
-# CUDA outside any region) and cache_enabled=None as the current setting; __enter__ sets
-# enabled/dtype/cache_enabled and counts the nesting; __exit__ restores them and clears
-# the cast cache when the count returns to 0 (torch/amp/autocast_mode.py). An unsupported
-# dtype disables the region with a warning.
-SUPPORTED = ("float16", "bfloat16")
-
-
-def argument_kind(spec: list[Any], policy: str, enabled: bool, autocast_dtype: str,
-                  eligible: list[str]) -> str:
-    """What a probe Function's forward receives for one argument spec (see
-    graders.probes.autocast._argument) under autocast."""
-    if spec[0] == "number":
-        return type(spec[1]).__name__
-    if spec[0] == "none":
-        return "None"
-    dtype = spec[1]
-    if not enabled or dtype not in NUMPY_DTYPES:  # integer tensors are never cast
-        return dtype
-    return cast_by_policy("", policy, autocast_dtype, [*eligible, dtype])[-1]
-
-
-def policy_call(policy: str, specs: list[list[Any]], autocast_dtype: str) -> list[str]:
-    """The kinds a Function of ``policy`` receives for ``specs`` inside an enabled region
-    (PyTorch's promote: float32 if any eligible input is float32, else the autocast
-    dtype)."""
-    floats = [s[1] for s in specs if s[0] == "tensor" and s[1] in NUMPY_DTYPES]
-    return [argument_kind(s, policy, True, autocast_dtype, floats) for s in specs]
-
-
-def autocast_script(script: list[list[Any]]) -> list[Any]:
-    """What ``graders.probes.autocast.regions`` records for ``script`` in torch's
-    semantics: each call's "received->output" dtype, each state query's
-    [enabled, dtype]."""
-    stack: list[tuple[bool, str]] = []
-    current = (False, "float16")
-
-    def region(spec: dict[str, Any], outer: tuple[bool, str]) -> tuple[bool, str]:
-        dtype = spec.get("dtype", outer[1])
-        enabled = spec.get("enabled", True) and dtype in SUPPORTED
-        return enabled, dtype
-
-    def call(state: tuple[bool, str], policy: str, dtype: str) -> str:
-        enabled, ac = state
-        got = dtype if not enabled else cast_by_policy("", policy, ac, [dtype])[0]
-        return f"{got}->{got}"
-
-    records: list[Any] = []
-    for step in script:
-        if step[0] == "enter":
-            stack.append(current)
-            current = region(step[1], current)
-        elif step[0] == "exit":
-            current = stack.pop()
-        elif step[0] == "call":
-            records.append(call(current, step[1], step[2]))
-        elif step[0] == "state":
-            records.append([current[0], current[1]])
-        elif step[0] == "decorated":
-            records.append(call(region(step[1], current), step[2], step[3]))
-    return records

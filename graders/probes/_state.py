@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 def reset(tt: Any) -> None:
     autograd = getattr(tt, "autograd", None)
@@ -17,6 +19,7 @@ def reset(tt: Any) -> None:
     autocast = getattr(getattr(autograd, "autocast_state", None), "state", None)
     if autocast is not None:  # tt.amp.autocast left on (or its cache full) by a failed probe
         autocast.enabled = False
+        autocast.dtype = np.dtype(np.float16)
         autocast.nesting = 0
         autocast.cache_enabled = True
         autocast.cache.clear()

@@ -4,19 +4,22 @@ Most of them apply Functions of their own that declare an ``autocast_policy`` an
 what reaches them: the dtype (and identity) of each argument forward receives, and the
 dtype of the gradient backward receives. They compute nothing in float32 themselves
 (``opmath = False``), so these checks depend neither on the student's operators
-(assignment 2) nor on task 4.1. The op-table probe (``op_dtypes``) runs the student's
-operators, with graph recording stubbed out (assignment 1 is not needed).
+(assignment 2) nor on task 4.1's float32 opmath. Grad mode is switched through the
+framework's own state holder (not ``tt.no_grad``, task 1.3), and in-place calls stop at
+``apply_inplace`` (task 3.1) once autocast has had its say. The op-table probe
+(``op_dtypes``) runs the student's operators, with graph recording stubbed out.
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from typing import Any
 
 import numpy as np
 
 from . import probe
-from ._observe import array, raised
+from ._observe import raised
 from .ops import _Inputs, _outputs, _run_isolated
 
 _Cache: dict[int, Any] = {}
@@ -50,14 +53,13 @@ def recorders(tt: Any) -> tuple[dict[str, type], _Log]:
     def make(name: str, policy: str, inplace: bool = False) -> type:
         def forward(ctx: Any, *args: Any) -> np.ndarray:
             ctx.kinds = [_kind(a) for a in args]
-            log.forward.append({"fn": name, "kinds": ctx.kinds, "ids": [id(a) for a in args],
-                                "objects": list(args)})
+            log.forward.append({"fn": name, "kinds": ctx.kinds, "objects": list(args)})
             return args[0].data if inplace else args[0].data.copy()
 
         def backward(ctx: Any, g: np.ndarray) -> tuple[Any, ...]:
             log.backward.append({"fn": name, "grad": str(g.dtype)})
-            return tuple(g if kind not in ("None", "int", "float") and "int" not in kind
-                         else None for kind in ctx.kinds)
+            return tuple(None if kind in ("None", "int", "float") or "int" in kind else g
+                         for kind in ctx.kinds)
 
         attrs = {"autocast_policy": policy, "is_inplace": inplace,
                  "forward": staticmethod(forward), "backward": staticmethod(backward)}
@@ -103,14 +105,13 @@ def _reset(log: _Log) -> None:
     log.backward.clear()
 
 
-def _argument(tt: Any, spec: list[Any]) -> Any:
-    """["tensor", dtype, requires_grad, value], ["number", v] or ["none"]."""
+def _argument(tt: Any, spec: list[Any], value: np.ndarray) -> Any:
+    """["tensor", dtype, requires_grad], ["number", v] or ["none"]."""
     if spec[0] == "number":
         return spec[1]
     if spec[0] == "none":
         return None
-    value = np.asarray(spec[3]).astype(getattr(tt, spec[1]).np)
-    tensor = tt.Tensor(value)
+    tensor = tt.Tensor(np.asarray(value).astype(getattr(tt, spec[1]).np))
     return tensor.requires_grad_() if spec[2] else tensor
 
 
@@ -118,27 +119,37 @@ def _region(tt: Any, spec: dict[str, Any]) -> Any:
     kwargs = {}
     if spec.get("dtype") is not None:
         kwargs["dtype"] = getattr(tt, spec["dtype"])
-    if "enabled" in spec:
-        kwargs["enabled"] = spec["enabled"]
-    if "cache_enabled" in spec:
-        kwargs["cache_enabled"] = spec["cache_enabled"]
+    for name in ("enabled", "cache_enabled"):
+        if name in spec:
+            kwargs[name] = spec[name]
     return tt.amp.autocast(spec.get("device", "cuda"), **kwargs)
 
 
+def _grad_mode(tt: Any, enabled: bool) -> None:
+    """Switch grad mode through the framework's state holder (not tt.no_grad: task 1.3)."""
+    tt.autograd.grad_mode._state.grad_enabled = enabled
+
+
 @probe
-def policy_casts(tt: Any, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def policy_casts(tt: Any, cases: list[dict[str, Any]], value: np.ndarray) -> list[Any]:
     """Each case: the probe Function of ``policy`` called with ``args`` inside
-    ``tt.amp.autocast("cuda", dtype=...)``: what its forward received and its output."""
+    ``tt.amp.autocast("cuda", dtype=...)``: the kind of each argument its forward
+    received, or what the call raised."""
     fns, log = recorders(tt)
-    found = []
+    found: list[Any] = []
     for case in cases:
         _reset(log)
-        args = [_argument(tt, a) for a in case["args"]]
-        with _region(tt, {"dtype": case["autocast_dtype"]}):
-            out = fns[case["policy"]].apply(*args)
-        received = log.forward[0]["kinds"] if log.forward else None
-        found.append({"received": received, "output": _kind(out),
-                      "same_object": out is args[0]})
+        args = [_argument(tt, a, value) for a in case["args"]]
+
+        def call(args: list[Any] = args, case: dict[str, Any] = case) -> None:
+            with _region(tt, {"dtype": case["autocast_dtype"]}):
+                fns[case["policy"]].apply(*args)
+
+        error = raised(call)
+        if error["type"] is not None:
+            found.append({"error": error["type"], "message": error["message"]})
+        else:
+            found.append({"received": log.forward[0]["kinds"] if log.forward else None})
     return found
 
 
@@ -148,7 +159,7 @@ def regions(tt: Any, script: list[list[Any]], value: np.ndarray) -> list[Any]:
     ["call", policy, input dtype] (the probe Function of that policy on a fresh tensor of
     that dtype), ["state"] (is_autocast_enabled(), get_autocast_dtype()),
     ["decorated", region spec, policy, dtype] (a function decorated with the region).
-    Returns one record per call/state step."""
+    Returns one record per call/state step: "received->output" dtypes, or the state."""
     fns, log = recorders(tt)
     stack: list[Any] = []
     records: list[Any] = []
@@ -158,23 +169,25 @@ def regions(tt: Any, script: list[list[Any]], value: np.ndarray) -> list[Any]:
         out = fns[policy].apply(tt.Tensor(np.asarray(value).astype(getattr(tt, dtype).np)))
         return log.forward[0]["kinds"][0] + "->" + _kind(out)
 
-    for step in script:
-        if step[0] == "enter":
-            region = _region(tt, step[1])
-            region.__enter__()
-            stack.append(region)
-        elif step[0] == "exit":
+    try:
+        for step in script:
+            if step[0] == "enter":
+                region = _region(tt, step[1])
+                region.__enter__()
+                stack.append(region)
+            elif step[0] == "exit":
+                stack.pop().__exit__(None, None, None)
+            elif step[0] == "call":
+                records.append(call(step[1], step[2]))
+            elif step[0] == "state":
+                records.append([bool(tt.amp.is_autocast_enabled()),
+                                str(tt.amp.get_autocast_dtype()).removeprefix("tinytrain.")])
+            elif step[0] == "decorated":
+                decorated = _region(tt, step[1])(call)
+                records.append(decorated(step[2], step[3]))
+    finally:
+        while stack:
             stack.pop().__exit__(None, None, None)
-        elif step[0] == "call":
-            records.append(call(step[1], step[2]))
-        elif step[0] == "state":
-            records.append([bool(tt.amp.is_autocast_enabled()),
-                            str(tt.amp.get_autocast_dtype()).removeprefix("tinytrain.")])
-        elif step[0] == "decorated":
-            decorated = _region(tt, step[1])(call)
-            records.append(decorated(step[2], step[3]))
-    while stack:
-        stack.pop().__exit__(None, None, None)
     return records
 
 
@@ -182,8 +195,9 @@ def regions(tt: Any, script: list[list[Any]], value: np.ndarray) -> list[Any]:
 def cache(tt: Any, value: np.ndarray) -> dict[str, Any]:
     """Which casts are cached: whether two lower-precision calls in one region receive
     the very same cast tensor, for a float32 parameter and for tensors that must not be
-    cached; whether the cache survives nested regions and is gone in the next region;
-    and the parameter's gradient through the cached cast."""
+    cached; whether the cache survives nested (and disabled) regions and is gone in the
+    next region; a cast cached under no_grad; and whether each cast the probe Function
+    received is recorded in the graph with the parameter behind it."""
     fns, log = recorders(tt)
     lp = fns["lower_precision"]
 
@@ -193,14 +207,20 @@ def cache(tt: Any, value: np.ndarray) -> dict[str, Any]:
 
     def received(fn: Any, x: Any) -> Any:
         _reset(log)
-        out = fn.apply(x)
-        return log.forward[0]["objects"][0], out
+        fn.apply(x)
+        return log.forward[0]["objects"][0]
 
     def twice_same(x: Any, fn: Any = lp, **region: Any) -> bool:
         with _region(tt, region):
-            first, _ = received(fn, x)
-            second, _ = received(fn, x)
+            first = received(fn, x)
+            second = received(fn, x)
         return first is second
+
+    def from_parameter(cast: Any, w: Any) -> bool:
+        """``cast`` is recorded: its grad_fn leads straight to w's gradient accumulator."""
+        node = getattr(cast, "grad_fn", None)
+        edges = getattr(node, "next_functions", ())
+        return bool(edges) and getattr(edges[0][0], "variable", None) is w
 
     w = tensor()
     out: dict[str, Any] = {}
@@ -213,30 +233,41 @@ def cache(tt: Any, value: np.ndarray) -> dict[str, Any]:
     out["float64"] = twice_same(tensor("float64"))
     out["other_dtype_region"] = twice_same(w, dtype="bfloat16")
     with _region(tt, {}):
-        first, a = received(lp, w)
+        first = received(lp, w)
         with _region(tt, {"enabled": False}):
-            plain, _ = received(lp, w)
+            plain = received(lp, w)
+            with _region(tt, {}):
+                under_disabled = received(lp, w)
         with _region(tt, {}):
-            inner, b = received(lp, w)
-        after_inner, c = received(lp, w)
+            inner = received(lp, w)
+        after_inner = received(lp, w)
     with _region(tt, {}):
-        next_region, d = received(lp, w)
+        next_region = received(lp, w)
+    out["cast_dtype"] = _kind(first)
     out["disabled_region_gets_parameter"] = plain is w
+    out["enabled_under_disabled_hits"] = under_disabled is first
     out["nested_region_hits"] = inner is first
     out["after_nested_exit_hits"] = after_inner is first
     out["next_region_misses"] = next_region is not first
-    out["cast_dtype"] = _kind(first)
-    for y in (a, b, c, d):  # the gradient reaches w through the cached cast, each time
-        y.backward(tt.Tensor(np.ones(y.shape, y.data.dtype)))
-    out["grad"] = None if w._grad is None else array(w._grad)
-    out["grad_dtype"] = None if w._grad is None else str(w._grad.data.dtype)
+    out["recorded"] = [from_parameter(c, w) for c in (first, next_region)]
+    w2 = tensor()
+    with _region(tt, {}):
+        _grad_mode(tt, False)
+        try:
+            quiet = received(lp, w2)
+        finally:
+            _grad_mode(tt, True)
+        loud = received(lp, w2)
+    out["no_grad_then_grad_hits"] = quiet is loud
+    out["no_grad_cast_recorded"] = from_parameter(loud, w2)
     return out
 
 
 @probe
 def backward_dtypes(tt: Any, value: np.ndarray, autocast_dtype: str) -> dict[str, Any]:
-    """Under autocast: h = lower_precision(x), y = fp32(h), z = none(y), then outside the
-    region z.backward(): the gradient dtype each Function's backward received, and the
+    """Under autocast: h = lower_precision(x), y = fp32(h), z = none(y), e =
+    lower_precision(b); then, outside the region, backward from z and from e: the dtypes
+    in forward, the gradient dtype each Function's backward received (in order), and the
     leaves' gradient dtypes (x float32, b float64)."""
     fns, log = recorders(tt)
     _reset(log)
@@ -256,24 +287,32 @@ def backward_dtypes(tt: Any, value: np.ndarray, autocast_dtype: str) -> dict[str
 
 @probe
 def inplace_and_explicit(tt: Any, value: np.ndarray) -> dict[str, Any]:
-    """Under ``autocast("cuda")``: in-place ops keep their target's dtype (the student's
-    add_/mul_, and the probes' in-place Function that declares a casting policy); calls
-    with an explicit dtype run in it; the same calls without one, for contrast."""
-    fns, _ = recorders(tt)
+    """Under ``autocast("cuda")``: what an in-place Function that declares a casting policy
+    receives (in-place ops are never autocast; the call stops at apply_inplace, task 3.1),
+    and the output dtypes of softmax/log_softmax/sum with and without an explicit dtype
+    (with one, the op runs in it)."""
+    fns, _log = recorders(tt)
+    inplace = importlib.import_module(f"{tt.__name__}.autograd.inplace")
+    seen: list[list[str]] = []
+
+    def stop(cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        seen.append([_kind(a) for a in args])
+        return args[0]
 
     def t(dtype: str) -> Any:
         return tt.Tensor(np.asarray(value).astype(getattr(tt, dtype).np))
 
     out: dict[str, Any] = {}
+    original = inplace.apply_inplace
+    inplace.apply_inplace = stop
+    try:
+        with tt.amp.autocast("cuda"):
+            fns["inplace_lower_precision"].apply(t("float32"), t("float32"))
+            fns["inplace_lower_precision"].apply(t("bfloat16"), t("float32"))
+    finally:
+        inplace.apply_inplace = original
+    out["inplace_received"] = seen
     with tt.amp.autocast("cuda"):
-        a = t("float32")
-        out["inplace_probe"] = [_kind(fns["inplace_lower_precision"].apply(a)),
-                                fns["inplace_lower_precision"].apply(a) is a]
-        b = t("float32")
-        b.add_(t("float16"))
-        c = t("float16")
-        c.mul_(t("float32"))
-        out["add_"], out["mul_"] = _kind(b), _kind(c)
         x32, x16 = t("float32"), t("float16")
         out["softmax"] = _kind(tt.softmax(x16, 0))
         out["softmax_dtype_float16"] = _kind(tt.softmax(x32, 0, dtype=tt.float16))
@@ -288,7 +327,8 @@ def inplace_and_explicit(tt: Any, value: np.ndarray) -> dict[str, Any]:
 @probe
 def arguments(tt: Any, value: np.ndarray) -> dict[str, Any]:
     """tt.autocast is tt.amp.autocast; both device types apply the policy, float16 by
-    default; unsupported device types and dtypes; autocast state inside and outside."""
+    default; an unsupported device type raises; an unsupported dtype on "cpu" warns and
+    disables the region; the state outside, inside and after."""
     fns, _log = recorders(tt)
     x = tt.Tensor(np.asarray(value, dtype=np.float32))
 
@@ -304,7 +344,7 @@ def arguments(tt: Any, value: np.ndarray) -> dict[str, Any]:
     out["bad_device"] = raised(lambda: tt.amp.autocast("tpu"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with tt.amp.autocast("cuda", dtype=tt.float64):
+        with tt.amp.autocast("cpu", dtype=tt.float64):
             out["float64_region"] = [bool(tt.amp.is_autocast_enabled()), lp()]
     out["float64_warning"] = [str(w.message) for w in caught]
     out["after"] = [bool(tt.amp.is_autocast_enabled()), lp()]
@@ -314,12 +354,19 @@ def arguments(tt: Any, value: np.ndarray) -> dict[str, Any]:
 @probe
 def op_dtypes(tt: Any, call: str, cases: list[list[Any]]) -> list[Any]:
     """An op-table call inside ``tt.amp.autocast("cuda", dtype=...)`` for each case
-    ``[args, kwargs, autocast dtype]``: the dtype of each output (graph recording stubbed
-    out: assignment 1 is not needed)."""
-    found = []
+    ``[args, kwargs, autocast dtype]``: the dtype of each output, or what the call
+    raised (graph recording stubbed out: assignment 1 is not needed)."""
+    found: list[Any] = []
     for args, kwargs, dtype in cases:
         inputs = _Inputs(tt, args, kwargs, requires_grad=False)
-        with tt.amp.autocast("cuda", dtype=getattr(tt, dtype)):
-            result, _ = _run_isolated(tt, call, inputs)
-        found.append([_kind(o) for o in _outputs(result)])
+        result: list[Any] = []
+
+        def run(inputs: _Inputs = inputs, dtype: str = dtype, result: list[Any] = result) -> None:
+            with tt.amp.autocast("cuda", dtype=getattr(tt, dtype)):
+                out, _ = _run_isolated(tt, call, inputs)
+            result.append([_kind(o) for o in _outputs(out)])
+
+        error = raised(run)
+        found.append(result[0] if error["type"] is None else
+                     {"error": error["type"], "message": error["message"]})
     return found

@@ -165,7 +165,10 @@ def cast(tt: Any, value: np.ndarray, source: str, call: str, target: str,
     g = np.asarray(grad_value).astype(y.data.dtype)
     returned = type(ctx)._function.backward(ctx, g)
     first = returned[0] if isinstance(returned, tuple) else returned
-    first = np.asarray(getattr(first, "data", first))
+    if isinstance(first, tt.Tensor):  # a Tensor is accepted, as the engine accepts it
+        first = first.data
+    if not isinstance(first, np.ndarray):
+        return {**out, "grad": {"dtype": type(first).__name__, "value": None}}
     return {**out, "grad": {"dtype": str(first.dtype), "value": np.array(first, copy=True)}}
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..autograd import grad_mode
 from ..autograd.autocast_state import state
 from ..ops.conversion import to_dtype
 
@@ -79,12 +80,13 @@ class autocast:  # noqa: N801 - PyTorch's name
     def __exit__(self, *exc: object) -> None:
         # BEGIN SOLUTION 4.2
         # HINT: __enter__ counted this region in state.nesting (enabled or not); the cached
-        # HINT: casts (state.cache) live until the outermost region exits
+        # HINT: casts (state.cache) live until the outermost region exits. Then the state
+        # HINT: __enter__ found (self._prev) comes back, whatever happened inside.
         state.nesting -= 1
         if state.nesting == 0:
             state.cache.clear()
-        # END SOLUTION
         state.enabled, state.dtype, state.cache_enabled = self._prev
+        # END SOLUTION
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """``@autocast("cuda")``: run ``func`` inside this region."""
@@ -155,7 +157,8 @@ def cached_cast(tensor: Any, dtype: np.dtype) -> Any:
     rest of the outermost autocast region (``state.cache``: ``id(tensor) -> (tensor,
     cast)``; keeping ``tensor`` itself keeps its id from being reused)."""
     # BEGIN SOLUTION 4.2
-    # HINT: a leaf has no grad_fn; a view has a _base
+    # HINT: a leaf has no grad_fn; a view has a _base. A cast that goes into the cache is
+    # HINT: made with recorded_cast: made under no_grad, it is still reused in grad mode.
     if tensor.data.dtype == dtype:
         return tensor
     cacheable = (state.cache_enabled and dtype == state.dtype
@@ -166,10 +169,22 @@ def cached_cast(tensor: Any, dtype: np.dtype) -> Any:
     hit = state.cache.get(id(tensor))
     if hit is not None and hit[0] is tensor:
         return hit[1]
-    cast = to_dtype(tensor, dtype)
+    cast = recorded_cast(tensor, dtype)
     state.cache[id(tensor)] = (tensor, cast)
     return cast
     # END SOLUTION
+
+
+def recorded_cast(tensor: Any, dtype: np.dtype) -> Any:
+    """``tensor`` cast to ``dtype`` with the cast recorded for backward even inside
+    ``no_grad``, as PyTorch makes the casts it caches: a cast cached under ``no_grad``
+    is handed out again in grad mode, where the gradient must reach the weight."""
+    previous = grad_mode._state.grad_enabled
+    grad_mode._state.grad_enabled = True
+    try:
+        return to_dtype(tensor, dtype)
+    finally:
+        grad_mode._state.grad_enabled = previous
 
 
 def clear_autocast_cache() -> None:
