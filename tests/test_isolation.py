@@ -1,7 +1,9 @@
 """Tasks are graded in isolation where the design says so: a submission with one
 assignment's homework still stubbed (the template's code for those tasks only) keeps full
-marks on another assignment that must not depend on it. (Assignment 3 does build on
-assignment 2: the in-place operators reduce broadcast gradients with task 2.1's helper.)"""
+marks on another assignment (or task) that must not depend on it. (Assignment 3 does build
+on assignment 2: the in-place operators reduce broadcast gradients with task 2.1's helper;
+tasks 4.1 and 4.2 run every operator in low precision and under autocast, so they build on
+assignments 1 and 2.)"""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ CLAIMS = [
     ("3", "2", "operators never write in place nor save through hooks"),
     ("3", "1", "saving for backward without hooks runs no assignment-3 homework"),
     ("5", "1", "Module, Parameter, eval() and model(x) ship complete"),
-    ("2", "4", "GradScaler scales the loss with given code, not the student's mul"),
-    ("5", "4", "GradScaler is graded with a probe-side optimizer"),
+    ("2", "4.3", "GradScaler scales the loss with given code, not the student's mul"),
+    ("5", "4", "GradScaler is graded with a probe-side optimizer; 4.1/4.2 use no modules"),
+    ("3", "4", "autocast never writes in place (in-place calls stop at apply_inplace) "
+               "and low precision saves without hooks"),
 ]
 
 

@@ -111,7 +111,9 @@ def autocast_inputs(function: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     Called by ``Function.apply`` only while autocast is enabled."""
     # HINT: is_floating_tensor(x) says which arguments autocast may touch; the target dtype
     # HINT: is state.dtype ("lower_precision"), float32 ("fp32") or, for "promote", float32
-    # HINT: when any eligible input is float32, else state.dtype. Cast with cached_cast.
+    # HINT: when any eligible input is float32, else state.dtype; PyTorch raises
+    # HINT: RuntimeError for another low-precision type met before any float32 input
+    # HINT: (bfloat16 under float16 autocast). Cast with cached_cast.
     raise NotImplementedError("task 4.2: autocast: the CUDA op policy, nesting, the weight-cast cache")
 
 
