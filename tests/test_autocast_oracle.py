@@ -88,7 +88,7 @@ def test_op_table_categories_follow_cuda_autocast(op):
             for mode in INPUT_MODES:
                 if mode == "mixed" and n < 2:
                     continue
-                dtypes = input_dtypes(data.draw, mode, n, autocast_dtype, op.autocast)
+                dtypes = input_dtypes(data.draw, mode, n, autocast_dtype)
                 sample = oracle.with_dtypes(base, dtypes)
                 expected = oracle.autocast_dtypes(op, sample, autocast_dtype)
                 found = cuda_autocast_dtypes(op, sample, autocast_dtype)

@@ -7,13 +7,18 @@ dtype of the gradient backward receives. They compute nothing in float32 themsel
 (assignment 2) nor on task 4.1's float32 opmath. Grad mode is switched through the
 framework's own state holder (not ``tt.no_grad``, task 1.3), and in-place calls stop at
 ``apply_inplace`` (task 3.1) once autocast has had its say. The op-table probe
-(``op_dtypes``) runs the student's operators, with graph recording stubbed out.
+(``op_dtypes``) runs the student's operators, with graph recording stubbed out and
+task 4.1's opmath stood in for (``_plain_low_precision``). What still rests on task 4.1:
+backward through autocast's casts (the cast's backward) and a low-precision tensor with
+a Python scalar (``x16 * 2.0``: the scalar path of ``apply_binary``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -290,7 +295,8 @@ def inplace_and_explicit(tt: Any, value: np.ndarray) -> dict[str, Any]:
     """Under ``autocast("cuda")``: what an in-place Function that declares a casting policy
     receives (in-place ops are never autocast; the call stops at apply_inplace, task 3.1),
     and the output dtypes of softmax/log_softmax/sum with and without an explicit dtype
-    (with one, the op runs in it)."""
+    (with one, the op runs in it; float32 opmath stood in for, see
+    ``_plain_low_precision``)."""
     fns, _log = recorders(tt)
     inplace = importlib.import_module(f"{tt.__name__}.autograd.inplace")
     seen: list[list[str]] = []
@@ -312,7 +318,7 @@ def inplace_and_explicit(tt: Any, value: np.ndarray) -> dict[str, Any]:
     finally:
         inplace.apply_inplace = original
     out["inplace_received"] = seen
-    with tt.amp.autocast("cuda"):
+    with _plain_low_precision(tt), tt.amp.autocast("cuda"):
         x32, x16 = t("float32"), t("float16")
         out["softmax"] = _kind(tt.softmax(x16, 0))
         out["softmax_dtype_float16"] = _kind(tt.softmax(x32, 0, dtype=tt.float16))
@@ -351,18 +357,44 @@ def arguments(tt: Any, value: np.ndarray) -> dict[str, Any]:
     return out
 
 
+@contextlib.contextmanager
+def _plain_low_precision(tt: Any) -> Iterator[None]:
+    """Function.apply's float32 opmath (task 4.1) stood in for: a call whose result is
+    float16/bfloat16 runs forward on its inputs as they are and has its floating point
+    outputs converted with the framework's own ``_round_to``. The output dtypes are those
+    opmath gives (task 4.1's graders check its values and dtypes), so autocast's dtypes
+    are graded even while task 4.1 is unfinished."""
+    function = importlib.import_module(f"{tt.__name__}.autograd.function")
+    original, round_to = function.forward_in_float32, function._round_to
+
+    def as_is(cls: Any, ctx: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+              dtype: np.dtype) -> Any:
+        with np.errstate(all="ignore"):
+            result = cls.forward(ctx, *args, **kwargs)
+        if isinstance(result, tuple):
+            return tuple(round_to(r, dtype) for r in result)
+        return round_to(result, dtype)
+
+    function.forward_in_float32 = as_is
+    try:
+        yield
+    finally:
+        function.forward_in_float32 = original
+
+
 @probe
 def op_dtypes(tt: Any, call: str, cases: list[list[Any]]) -> list[Any]:
     """An op-table call inside ``tt.amp.autocast("cuda", dtype=...)`` for each case
     ``[args, kwargs, autocast dtype]``: the dtype of each output, or what the call
-    raised (graph recording stubbed out: assignment 1 is not needed)."""
+    raised (graph recording stubbed out: assignment 1 is not needed; float32 opmath
+    stood in for: see ``_plain_low_precision``)."""
     found: list[Any] = []
     for args, kwargs, dtype in cases:
         inputs = _Inputs(tt, args, kwargs, requires_grad=False)
         result: list[Any] = []
 
         def run(inputs: _Inputs = inputs, dtype: str = dtype, result: list[Any] = result) -> None:
-            with tt.amp.autocast("cuda", dtype=getattr(tt, dtype)):
+            with _plain_low_precision(tt), tt.amp.autocast("cuda", dtype=getattr(tt, dtype)):
                 out, _ = _run_isolated(tt, call, inputs)
             result.append([_kind(o) for o in _outputs(out)])
 
