@@ -49,10 +49,13 @@ def net_classes(tt: Any) -> Any:
                         (x.data.astype(f32).T @ g).astype(dw), g.sum(axis=0).astype(db))
 
     class Relu(base):
+        """max(x, 0), NaN kept (as torch's relu); gradient where the result is > 0."""
+
         @staticmethod
         def forward(ctx, x):
-            ctx.mask = x.data > 0
-            return np.where(ctx.mask, x.data, 0).astype(x.data.dtype)
+            out = np.maximum(x.data, x.data.dtype.type(0))
+            ctx.mask = out > 0
+            return out
 
         @staticmethod
         def backward(ctx, grad):

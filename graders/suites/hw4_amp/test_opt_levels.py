@@ -10,14 +10,15 @@ at initialize / scale_loss / the optimizer wrapper, not at an operator.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+import pytest
+from hypothesis import example, given, settings
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.oracle import opt_levels as oracle
 from graders.strategies.opt_levels import (
     overflow_sequences,
     scaler_configs,
+    training_setup,
     training_setups,
 )
 from graders.suites._support import examples, task
@@ -36,10 +37,12 @@ FORWARD = {  # [autocast on?, input dtype] seen inside forward for a float32 inp
     "O3": ([False, "float16"], "float32"),
 }
 # Per level, the tolerance of a training run against the oracle. Both sides do the same
-# float32 math rounded at the same points; what differs is the order of float32 sums
-# (BLAS against torch), which can move a value rounded to float16 by one unit in the
-# last place (2**-10 relative); over a few steps that reaches a few units.
-RUN_TOLERANCE = {"O0": (1e-5, 1e-6), "O2": (4e-3, 1e-5), "O3": (4e-3, 1e-5)}
+# math, rounded at the same points; only the order of float32 sums differs (BLAS against
+# torch). At O2/O3 every value is float16 or comes from one: measured equal bit for bit,
+# one float16 unit in the last place (2**-10) is allowed for an unlucky rounding. At O0
+# the sum order shows in float32 gradients that nearly cancel (measured: relative 2e-4
+# on values of 1e-7 next to gradients of 1e-3), hence an absolute floor.
+RUN_TOLERANCE = {"O0": (1e-4, 1e-6), "O2": (2.0**-10, 0.0), "O3": (2.0**-10, 0.0)}
 
 
 def _weights_case(setup: dict) -> str:
@@ -49,11 +52,11 @@ def _weights_case(setup: dict) -> str:
 
 
 @task("4.4")
-@settings(max_examples=examples(3))
-@given(setup=training_setups(steps=1), level=st.sampled_from(sorted(EXPECTED_STATE)))
-def test_initialize_sets_up_each_level(submission, setup, level):
+@pytest.mark.parametrize("level", sorted(EXPECTED_STATE))
+def test_initialize_sets_up_each_level(submission, level):
     """Parameter dtypes, master weights, the loss scale and the forward's casts per
     opt level."""
+    setup = training_setup(seed=0, weight_scale=1.0, data_scale=1.0, lr=0.5, steps=0)
     got = submission.call("opt_levels.initialize_state", level, setup["weights"])
     dtype, masters, scale = EXPECTED_STATE[level]
     where = f"after model, optimizer = tt.amp.initialize(model, optimizer, opt_level={level!r})"
@@ -81,8 +84,12 @@ def test_initialize_sets_up_each_level(submission, setup, level):
 
 
 @task("4.4")
-@settings(max_examples=examples(6))
-@given(setup=training_setups(), level=st.sampled_from(sorted(RUN_TOLERANCE)))
+@pytest.mark.parametrize("level", sorted(RUN_TOLERANCE))
+@settings(max_examples=examples(4))
+@given(setup=training_setups())
+# tiny gradients: unscaled, they are float16 subnormals (float32 math keeps them)
+@example(setup=training_setup(seed=1, weight_scale=0.1, data_scale=1e-3, lr=2.0**-5,
+                              bias_scale=1e-3))
 def test_training_run_tracks_the_oracle(submission, setup, level):
     """A few steps of the APEX loop (scale_loss, step, zero_grad) at O0, O2 and O3: the
     loss, the scale used, skipped steps, gradients and parameters step by step."""
