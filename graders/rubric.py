@@ -18,6 +18,9 @@ class Task:
     title: str
     points: float
     visibility: str = "visible"
+    # an integration task's tests run the whole stack (the GPT, end-to-end training): a
+    # bug in another task may cost points there too (tests/test_mutants.py allows it)
+    integration: bool = False
 
     @property
     def assignment(self) -> str:
@@ -70,6 +73,7 @@ def load(path: Path = RUBRIC_PATH) -> Rubric:
             title=raw["title"],
             points=float(raw["points"]),
             visibility=raw.get("visibility", "visible"),
+            integration=bool(raw.get("integration", False)),
         )
         if not _TASK_ID.match(task.id):
             raise ValueError(f"rubric: task id {task.id!r} is not of the form N.M")

@@ -1,9 +1,13 @@
 """Each known-wrong variant loses points in its own task and in no other task of its
-assignment (tests/mutants/ lists them)."""
+assignment (tests/mutants/ lists them), except integration tasks (``integration = true`` in
+the rubric: the GPT and end-to-end training run every layer, so any layer's bug shows
+there too)."""
 
 from __future__ import annotations
 
 import pytest
+
+from graders import rubric
 
 from .conftest import grade_forked as grade
 from .conftest import task_scores
@@ -11,6 +15,7 @@ from .mutants import all_alternatives, all_mutants
 
 MUTANTS = all_mutants()
 ALTERNATIVES = all_alternatives()
+INTEGRATION = {t.id for t in rubric.load().tasks if t.integration}
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.id for m in MUTANTS])
@@ -21,7 +26,8 @@ def test_mutant_is_caught_by_its_task(mutant, tmp_path):
     scores = task_scores(score)
     got, full = scores[mutant.task]
     assert got < full, f"{mutant.id} ({mutant.why}) was not caught by task {mutant.task}"
-    others = {tid: s for tid, s in scores.items() if tid != mutant.task and s[0] < s[1]}
+    others = {tid: s for tid, s in scores.items()
+              if tid not in (mutant.task, *INTEGRATION) and s[0] < s[1]}
     assert not others, f"{mutant.id} also cost points in {others}: it must only hit {mutant.task}"
 
 
@@ -40,8 +46,6 @@ def test_mutant_ids_are_unique():
 
 
 def test_every_task_has_a_mutant():
-    from graders import rubric
-
     covered = {m.task for m in MUTANTS}
     missing = [t.id for t in rubric.load().tasks if t.id not in covered]
     assert not missing, f"tasks without a known-wrong variant: {missing}"
