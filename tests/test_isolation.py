@@ -1,7 +1,9 @@
 """Tasks are graded in isolation where the design says so: a submission with one
 assignment's homework still stubbed (the template's code for those tasks only) keeps full
-marks on another assignment that must not depend on it. (Assignment 3 does build on
-assignment 2: the in-place operators reduce broadcast gradients with task 2.1's helper.)"""
+marks on another assignment (or task) that must not depend on it. (Assignment 3 does build
+on assignment 2: the in-place operators reduce broadcast gradients with task 2.1's helper;
+tasks 4.1 and 4.2 run every operator in low precision and under autocast, so they build on
+assignments 1 and 2.)"""
 
 from __future__ import annotations
 
@@ -11,15 +13,21 @@ from graders.authoring import template
 
 from .conftest import REFERENCE, grade_forked, task_scores
 
-# (assignment left unfinished, assignment that must keep full marks, why)
+# (assignment or task left unfinished, assignment or task that must keep full marks, why)
 CLAIMS = [
     ("1", "2", "operators are graded by calling each Function's backward directly"),
     ("2", "1", "the engine is graded with graphs of the probes' own Functions"),
     ("3", "2", "operators never write in place nor save through hooks"),
     ("3", "1", "saving for backward without hooks runs no assignment-3 homework"),
     ("5", "1", "Module, Parameter, eval() and model(x) ship complete"),
-    ("2", "4", "GradScaler scales the loss with given code, not the student's mul"),
-    ("5", "4", "GradScaler is graded with a probe-side optimizer"),
+    ("2", "4.3", "GradScaler scales the loss with given code, not the student's mul"),
+    ("5", "4.1,4.2,4.3", "GradScaler is graded with a probe-side optimizer; 4.1/4.2 use no "
+                         "modules (4.4/4.5 set up modules: they need Module from 5.1)"),
+    ("4.1", "4.4", "opt levels cast with given code; the probes' Functions do their own "
+                   "float32 math"),
+    ("3", "4", "autocast never writes in place (in-place calls stop at apply_inplace) "
+               "and low precision saves without hooks"),
+    ("4.2", "4.1", "low precision is graded without autocast"),
 ]
 
 
@@ -28,7 +36,7 @@ CLAIMS = [
 def test_assignment_graded_without_another(unfinished, graded, why, tmp_path):
     submission = tmp_path / "submission"
     template.generate(REFERENCE / "tinytrain", submission / "tinytrain", template.rubric_titles(),
-                      only=lambda task: task.split(".")[0] == unfinished)
+                      only=lambda task: unfinished in (task, task.split(".")[0]))
     score = grade_forked(submission, tmp_path / "out", "--tasks", graded)
     assert score["_exit"] == 0, score["_stderr"]
     lost = {t: s for t, s in task_scores(score).items() if s[0] < s[1]}

@@ -20,6 +20,10 @@ def tolerance(dtype: str) -> tuple[float, float]:
     return TOLERANCES.get(dtype, (0.0, 0.0))
 
 
+def _numeric(dtype: np.dtype) -> bool:
+    return dtype.kind in "fiub" or dtype.name == "bfloat16"  # bfloat16's kind is "V"
+
+
 def _fmt(x: Any) -> str:
     if isinstance(x, (float, np.floating)):
         return f"{float(x):.8g}"
@@ -73,8 +77,8 @@ def assert_close(
     default_rtol, default_atol = tolerance(expected.dtype.name)
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
-    g = got.astype(np.float64) if got.dtype.kind in "fiub" else got
-    e = expected.astype(np.float64) if expected.dtype.kind in "fiub" else expected
+    g = got.astype(np.float64) if _numeric(got.dtype) else got
+    e = expected.astype(np.float64) if _numeric(expected.dtype) else expected
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(g - e)
         allowed = atol + rtol * np.abs(e)

@@ -38,16 +38,20 @@ def _binary_ops() -> list[OpInfo]:
     return ops
 
 
-def _scalar_operand(name: str, symbol: str, fn: object, tensor_values: Values) -> OpInfo:
+def _scalar_operand(name: str, symbol: str, fn: object, tensor_values: Values,
+                    order: str = "either", autocast: str = "none") -> OpInfo:
     """``x <op> s`` and ``s <op> x`` for a Python number ``s`` (type promotion keeps x's
-    dtype)."""
+    dtype); ``order`` "tensor_first" or "scalar_first" keeps one of them."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         x = d.tensor(tensor_values(d, d.shape(0, 3, empty=True), dtype))
         s = d.pick([2.0, -1.5, 0.5, 3])
-        return Sample((x, s) if d.flag() else (s, x))
+        first = d.flag() if order == "either" else order == "tensor_first"
+        return Sample((x, s) if first else (s, x))
 
-    return OpInfo(f"{name}_scalar", "2.1", fn, (f"operator.{symbol}",), sample, autocast="none")
+    prefix = "r" if order == "scalar_first" else ""
+    return OpInfo(f"{prefix}{name}_scalar", "2.1", fn, (f"operator.{symbol}",), sample,
+                  autocast=autocast)
 
 
 def _pow_scalar_sample(d: Draw, dtype: np.dtype) -> Sample:
@@ -131,7 +135,10 @@ ARITHMETIC = [
     _scalar_operand("add", "add", lambda a, b: a + b, uniform()),
     _scalar_operand("sub", "sub", lambda a, b: a - b, uniform()),
     _scalar_operand("mul", "mul", lambda a, b: a * b, uniform()),
-    _scalar_operand("div", "truediv", lambda a, b: a / b, nonzero()),
+    _scalar_operand("div", "truediv", lambda a, b: a / b, nonzero(), order="tensor_first"),
+    # s / x is x.reciprocal() * s in PyTorch (Tensor.__rtruediv__): reciprocal's category
+    _scalar_operand("div", "truediv", lambda a, b: a / b, nonzero(), order="scalar_first",
+                    autocast="fp32"),
     OpInfo(
         "maximum", "2.1", torch.maximum, ("tt.maximum", "Tensor.maximum", "tt.max"),
         binary(), autocast="none", near_kink=_pair_near_tie,

@@ -17,7 +17,9 @@ def functions(tt: Any) -> SimpleNamespace:
     ns = _CACHE.get(id(tt))
     if ns is not None:
         return ns
-    base = tt.autograd.Function
+    # They compute in their inputs' dtypes (no float32 "opmath" for float16 inputs, task
+    # 4.1), so the graders of other tasks that use them in float16 do not depend on 4.1.
+    base = type("ProbeFunction", (tt.autograd.Function,), {"opmath": False})
     calls: list[str] = []
 
     class Add(base):

@@ -43,7 +43,7 @@ class _Inputs:
         if isinstance(x, dict) and "tensor" in x:
             data = _LAYOUTS[self._layout or x["layout"]](x["tensor"])
             tensor = self._tt.Tensor(data)
-            if x["grad"] and data.dtype.kind == "f":
+            if x["grad"] and (data.dtype.kind == "f" or data.dtype.name == "bfloat16"):
                 if self._requires_grad:
                     tensor.requires_grad_(True)
                 self.wanted.append(tensor)

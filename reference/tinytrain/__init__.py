@@ -12,6 +12,7 @@ from . import (
     optim,
     utils,
 )
+from .amp import autocast
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -36,6 +37,7 @@ from .creation import (
 )
 from .dtypes import (
     DType,
+    bfloat16,
     float16,
     float32,
     float64,
@@ -44,6 +46,7 @@ from .dtypes import (
     int16,
     int32,
     int64,
+    promote_types,
     set_default_dtype,
     uint8,
 )
@@ -108,6 +111,13 @@ double = float64
 long = int64
 int = int32
 
+
+def result_type(tensor: Tensor, other: object) -> DType:
+    """The dtype of an arithmetic op on ``tensor`` and ``other`` (a tensor or a Python
+    number), by PyTorch's promotion rules (``torch.result_type``)."""
+    return dtypes.from_numpy_dtype(dtypes.result_type(tensor, other))
+
+
 __all__ = [
     "DType",
     "Generator",
@@ -120,7 +130,9 @@ __all__ = [
     "arange",
     "argmax",
     "argmin",
+    "autocast",
     "autograd",
+    "bfloat16",
     "bool",
     "cat",
     "clamp",
@@ -177,6 +189,7 @@ __all__ = [
     "optim",
     "permute",
     "pow",
+    "promote_types",
     "rand",
     "randint",
     "randn",
@@ -184,6 +197,7 @@ __all__ = [
     "reciprocal",
     "relu",
     "reshape",
+    "result_type",
     "rsqrt",
     "set_default_dtype",
     "set_grad_enabled",

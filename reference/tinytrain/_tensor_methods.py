@@ -23,11 +23,16 @@ def _cast_method(dtype: dtypes.DType) -> Any:
     return method
 
 
-def _to(self: Tensor, dtype: Any) -> Tensor:
-    """``tensor.to(dtype)``: a cast (the only device is the CPU here)."""
-    if isinstance(dtype, str):  # a device name
-        return self
-    return ops.to_dtype(self, dtype)
+def _to(self: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
+    """``tensor.to(dtype)``, ``.to(device, dtype)``, ``.to(other)`` (other's dtype) or
+    ``.to(dtype=...)``: a differentiable cast; device names are accepted and ignored (the
+    only device is the CPU here)."""
+    for arg in args:
+        if isinstance(arg, Tensor):
+            dtype = arg.dtype
+        elif not isinstance(arg, str):  # a dtype (a string is a device)
+            dtype = arg
+    return self if dtype is None else ops.to_dtype(self, dtype)
 
 
 def _where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
@@ -43,7 +48,7 @@ _METHODS: dict[str, Any] = {
     "__mul__": ops.mul,
     "__rmul__": _reversed(ops.mul),
     "__truediv__": ops.div,
-    "__rtruediv__": _reversed(ops.div),
+    "__rtruediv__": ops.arithmetic.rdiv,
     "__neg__": ops.neg,
     "__pow__": ops.pow,
     "__rpow__": _reversed(ops.pow),
@@ -111,6 +116,7 @@ _METHODS: dict[str, Any] = {
     "float": _cast_method(dtypes.float32),
     "double": _cast_method(dtypes.float64),
     "half": _cast_method(dtypes.float16),
+    "bfloat16": _cast_method(dtypes.bfloat16),
     "long": _cast_method(dtypes.int64),
     # properties: all dims reversed, and the last two swapped (batched matrices)
     "T": property(lambda self: ops.permute(self, tuple(range(self.ndim))[::-1])),

@@ -3,6 +3,7 @@
 from . import Mutant
 
 SCALER = "amp/grad_scaler.py"
+AUTOCAST = "amp/autocast_mode.py"
 
 MUTANTS = [
     # ----- 4.3 GradScaler ---------------------------------------------------------------
@@ -99,6 +100,184 @@ MUTANTS = [
 """,
         why="a disabled scaler still skips steps with inf/NaN gradients",
     ),
+    # ----- 4.1 low precision ------------------------------------------------------------
+    Mutant(
+        id="matmul-accumulates-in-fp16",
+        task="4.1",
+        file="ops/linalg.py",
+        find="""    autocast_policy = "lower_precision"
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.4
+        ctx.save_for_backward(a, b)
+        return np.matmul(a.data, b.data)""",
+        replace="""    autocast_policy = "lower_precision"
+    opmath = False  # "NumPy handles float16 itself"
+
+    @staticmethod
+    def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
+        # BEGIN SOLUTION 2.4
+        ctx.save_for_backward(a, b)
+        a2 = a.data[None, :] if a.data.ndim == 1 else a.data
+        b2 = b.data[:, None] if b.data.ndim == 1 else b.data
+        terms = np.expand_dims(a2, -1) * np.expand_dims(b2, -3)  # (..., n, k, m)
+        if terms.shape[-2] == 0:
+            out = terms.sum(axis=-2)
+        else:  # a running sum in the inputs' dtype, rounded after every addition
+            out = np.cumsum(terms, axis=-2, dtype=terms.dtype)[..., -1, :]
+        if b.data.ndim == 1:
+            out = out[..., 0]
+            if a.data.ndim == 1:
+                out = out[..., 0]
+        elif a.data.ndim == 1:
+            out = out[..., 0, :]
+        return np.asarray(out)""",
+        why="a low-precision matmul that accumulates its products in float16/bfloat16 "
+            "(rounded after each addition) instead of float32 as tensor cores do",
+    ),
+    Mutant(
+        id="opmath-not-widened",
+        task="4.1",
+        file="autograd/function.py",
+        find="    wide = tuple([_float32_alias(a) for a in args])",
+        replace="    wide = args",
+        why="low-precision calls run forward on the float16/bfloat16 values themselves "
+            "(a bfloat16 sum accumulates in bfloat16), then round",
+    ),
+    Mutant(
+        id="cast-without-gradient",
+        task="4.1",
+        file="_tensor_methods.py",
+        find="""    def method(self: Tensor) -> Tensor:
+        return ops.to_dtype(self, dtype)""",
+        replace="""    def method(self: Tensor) -> Tensor:
+        if self.dtype == dtype:
+            return self
+        from .ops.conversion import cast_array
+
+        return Tensor(cast_array(self.data, dtype.np))  # a new tensor, outside the graph""",
+        why=".half(), .bfloat16(), .float(), .double() copy the values into a new tensor "
+            "that is not in the graph: no gradient flows back through the cast",
+    ),
+    Mutant(
+        id="cast-gradient-in-output-dtype",
+        task="4.1",
+        file="ops/conversion.py",
+        find="        return cast_array(grad, ctx.input_dtype), None",
+        replace="        return grad, None",
+        why="the cast's backward hands the gradient back in the cast's dtype, not in its "
+            "input's",
+    ),
+    Mutant(
+        id="bfloat16-rounds-by-truncation",
+        task="4.1",
+        file="ops/conversion.py",
+        find="""        if array.dtype == np.float64 and dtype in dtypes.LOW_PRECISION:
+            array = array.astype(np.float32)
+        return array.astype(dtype)""",
+        replace="""        if array.dtype == np.float64 and dtype in dtypes.LOW_PRECISION:
+            array = array.astype(np.float32)
+        if dtype == dtypes.bfloat16.np and array.dtype == np.float32:  # keep the top 16 bits
+            bits = np.ascontiguousarray(array).view(np.uint32) & np.uint32(0xFFFF0000)
+            return bits.view(np.float32).astype(dtype)
+        return array.astype(dtype)""",
+        why="float32 to bfloat16 drops the low 16 bits (rounds toward zero) instead of "
+            "rounding to nearest, ties to even",
+    ),
+    Mutant(
+        id="float16-bfloat16-promote-to-bfloat16",
+        task="4.1",
+        file="dtypes.py",
+        find="""        # HINT: neither float16 nor bfloat16 holds the other's values (range vs precision)
+        return float32.np""",
+        replace="""        # HINT: neither float16 nor bfloat16 holds the other's values (range vs precision)
+        return bfloat16.np""",
+        why="float16 with bfloat16 promotes to bfloat16 (torch: float32)",
+    ),
+    Mutant(
+        id="scalar-rounded-to-low-precision-first",
+        task="4.1",
+        file="ops/_helpers.py",
+        find="""        wide = function.apply(_as_dtype(input, np.dtype(np.float32)),
+                              _as_dtype(other, np.dtype(np.float32)))
+        return _as_dtype(wide, dtype)""",
+        replace="""        return function.apply(_as_dtype(input, dtype), _as_dtype(other, dtype))""",
+        why="a Python scalar is rounded to float16 before a multiply: x16 * 65536.0 is inf "
+            "(torch: computed in float32 with the scalar's own value, 65.56 for x = 0.001)",
+    ),
+    # ----- 4.2 autocast -----------------------------------------------------------------
+    Mutant(
+        id="autocast-softmax-left-in-fp16",
+        task="4.2",
+        file="ops/activation.py",
+        find='    """``exp(x) / sum(exp(x))`` along ``axis`` (a 1-tuple, or () for a 0-d input)."""'
+             '\n\n    autocast_policy = "fp32"',
+        replace='    """``exp(x) / sum(exp(x))`` along ``axis`` (a 1-tuple, or () for a 0-d '
+                'input)."""',
+        why="softmax has no autocast category: under autocast it runs in float16 (torch's "
+            "CUDA policy runs it in float32)",
+    ),
+    Mutant(
+        id="autocast-exit-keeps-state",
+        task="4.2",
+        file=AUTOCAST,
+        find="""            state.cache.clear()
+        state.enabled, state.dtype, state.cache_enabled = self._prev""",
+        replace="""            state.cache.clear()
+        state.enabled = False  # leaving autocast turns it off""",
+        why="leaving a region turns autocast off instead of restoring the enclosing "
+            "region's state (after a nested region, the outer one no longer casts)",
+    ),
+    Mutant(
+        id="autocast-cache-not-cleared",
+        task="4.2",
+        file=AUTOCAST,
+        find="""        state.nesting -= 1
+        if state.nesting == 0:
+            state.cache.clear()""",
+        replace="""        state.nesting -= 1""",
+        why="the weight-cast cache outlives the outermost region: the next region gets "
+            "stale casts (after an optimizer step, the old weights)",
+    ),
+    Mutant(
+        id="autocast-casts-float64",
+        task="4.2",
+        file=AUTOCAST,
+        find="""    return tuple(cached_cast(a, target) if is_floating_tensor(a) and a.data.dtype != _FLOAT64
+                 else a for a in args)""",
+        replace="""    return tuple(cached_cast(a, target) if is_floating_tensor(a) else a for a in args)""",
+        why="float64 tensors are cast too (torch's autocast never touches float64)",
+    ),
+    Mutant(
+        id="autocast-cache-every-cast",
+        task="4.2",
+        file=AUTOCAST,
+        find="""                 and tensor.data.dtype == _FLOAT32 and tensor.requires_grad
+                 and tensor.grad_fn is None and tensor._base is None)""",
+        replace="""                 and tensor.data.dtype == _FLOAT32)""",
+        why="every float32 tensor's cast is cached, activations included: a tensor that "
+            "does not require grad, a non-leaf or a view gets a stale cast",
+    ),
+    Mutant(
+        id="autocast-cache-cast-under-no-grad",
+        task="4.2",
+        file=AUTOCAST,
+        find="    cast = recorded_cast(tensor, dtype)",
+        replace="    cast = to_dtype(tensor, dtype)",
+        why="a weight cast first under no_grad is cached without its graph; later calls in "
+            "grad mode get it and the weight receives no gradient",
+    ),
+    Mutant(
+        id="autocast-promote-to-autocast-dtype",
+        task="4.2",
+        file=AUTOCAST,
+        find="""            if target == _FLOAT32 or a.data.dtype == _FLOAT32:
+                target = _FLOAT32""",
+        replace="""            if a.data.dtype == _FLOAT32:
+                continue""",
+        why='"promote" casts to the autocast dtype even when an input is float32',
+    ),
 ]
 
 ALTERNATIVES = [
@@ -141,5 +320,55 @@ ALTERNATIVES = [
         replace="inv_scale = Tensor(np.float32(1.0) / self._scale.data)",
         why="the inverse scale as a float32 reciprocal (the same bits as torch's float64 one "
             "rounded to float32)",
+    ),
+    Mutant(
+        id="autocast-promote-as-a-set",
+        task="4.2",
+        file=AUTOCAST,
+        find="""        target = state.dtype
+        for a in eligible:
+            if target == _FLOAT32 or a.data.dtype == _FLOAT32:
+                target = _FLOAT32
+            elif a.data.dtype != state.dtype:
+                raise RuntimeError("Unexpected floating ScalarType in autocast::prioritize: "
+                                   f"{a.data.dtype.name} under {state.dtype.name} autocast")""",
+        replace="""        kinds = {a.data.dtype for a in eligible}
+        if _FLOAT32 in kinds:
+            target = _FLOAT32
+        elif kinds == {state.dtype}:
+            target = state.dtype
+        else:
+            raise RuntimeError(f"autocast promote: {sorted(k.name for k in kinds)}")""",
+        why='"promote" as "float32 if any input is float32, else the autocast dtype, else an '
+            'error", whatever the order of the arguments (torch\'s result depends on the '
+            "order where bfloat16 meets float32 under float16 autocast; not graded)",
+    ),
+    Mutant(
+        id="autocast-cache-as-list",
+        task="4.2",
+        file=AUTOCAST,
+        find="""    hit = state.cache.get(id(tensor))
+    if hit is not None and hit[0] is tensor:
+        return hit[1]
+    cast = recorded_cast(tensor, dtype)
+    state.cache[id(tensor)] = (tensor, cast)
+    return cast""",
+        replace="""    pairs = state.cache.setdefault("pairs", [])
+    for source, cast in pairs:
+        if source is tensor:
+            return cast
+    cast = recorded_cast(tensor, dtype)
+    pairs.append((tensor, cast))
+    return cast""",
+        why="the cache as a list of (weight, cast) pairs searched by identity",
+    ),
+    Mutant(
+        id="cast-backward-returns-tensor",
+        task="4.1",
+        file="ops/conversion.py",
+        find="        return cast_array(grad, ctx.input_dtype), None",
+        replace="        return Tensor(cast_array(grad, ctx.input_dtype))",
+        why="the cast's backward returns a Tensor, and leaves out the trailing None (both "
+            "allowed)",
     ),
 ]

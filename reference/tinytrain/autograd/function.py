@@ -5,6 +5,10 @@ and ``backward(ctx, *grads)`` (NumPy arrays in and out, one gradient per forward
 ``Function.apply`` runs forward and, when the call must be recorded, makes ``ctx`` the
 ``grad_fn`` of the outputs: a node whose ``next_functions`` point at the nodes that
 produced the inputs, as in PyTorch.
+
+Mixed precision (assignment 4) hooks in here too: under ``tt.amp.autocast`` a Function's
+inputs are cast by its ``autocast_policy`` before forward, and a call whose result is
+float16 or bfloat16 computes in float32 and rounds its outputs once ("opmath").
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from . import grad_mode
+from .autocast_state import state as _autocast
 from .saved import SavedTensor, save
 
 
@@ -38,6 +44,7 @@ class BackwardNode:
     _input_meta: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = ()
     _output_meta: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
     _names_saved: tuple[str | None, ...] = ()  # PyTorch's name of each saved tensor
+    _opmath = False  # True: forward ran in float32 for low-precision inputs; so does backward
 
     def __init__(self) -> None:
         self._tensor_hooks: dict[int, list] = {}
@@ -60,8 +67,12 @@ class BackwardNode:
         if self._saved is None:  # not recorded: forward was called directly
             from ..tensor import Tensor
 
-            return tuple(Tensor(x) if isinstance(x, np.ndarray) else x for x in self._to_save)
-        return tuple(None if s is None else s.unpack(self) for s in self._saved)
+            found = tuple(Tensor(x) if isinstance(x, np.ndarray) else x for x in self._to_save)
+        else:
+            found = tuple(None if s is None else s.unpack(self) for s in self._saved)
+        if self._opmath:  # kept in low precision, computed with in float32
+            found = tuple(_float32_alias(t) for t in found)
+        return found
 
     def _check_not_released(self) -> None:
         if self._released:
@@ -125,6 +136,9 @@ class BackwardNode:
             if grad is None:  # an output that received no gradient counts as zeros
                 shape, dtype = self._output_meta[i]
                 grads[i] = np.zeros(shape, dtype)
+        if self._opmath:  # backward computes in float32 too; _check_grad rounds the results
+            grads = [g.astype(np.float32) if g.dtype in dtypes.LOW_PRECISION else g
+                     for g in grads]
         result = self._function.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
@@ -255,16 +269,31 @@ class Function:
     ``saved_names`` may name what forward saves, in order (PyTorch's ``grad_fn._saved_self``
     ...); without it, inputs 0 and 1 are "self" and "other" and the output is "result".
     ``ctx.needs_input_grad`` is already set when forward runs, as in PyTorch.
+
+    ``autocast_policy`` is the op's category in PyTorch's CUDA autocast policy, applied by
+    ``tt.amp.autocast``: "lower_precision" (matmul, linear: inputs cast to the autocast
+    dtype), "fp32" (softmax, exp, sum, losses ...: inputs cast to float32), "promote" (all
+    inputs cast to the widest input type) or "none" (inputs left as they are).
+
+    ``opmath``: when a call's result is float16 or bfloat16, forward and backward run on
+    float32 copies of the inputs and the outputs (and input gradients) are rounded once,
+    as PyTorch's kernels compute (so a low-precision matmul accumulates in float32). Views,
+    in-place ops and casts never do; a Function that handles low precision itself sets
+    ``opmath = False``.
     """
 
     _backward_cls: type[BackwardNode]
     is_view = False
     is_inplace = False
     saved_names: tuple[str | None, ...] | None = None
+    autocast_policy = "none"
+    opmath = True
+    _uses_opmath = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._backward_cls = type(f"{cls.__name__}Backward", (BackwardNode,), {"_function": cls})
+        cls._uses_opmath = cls.opmath and not cls.is_view and not cls.is_inplace
 
     @staticmethod
     def forward(ctx: BackwardNode, *args: Any, **kwargs: Any) -> Any:
@@ -277,13 +306,21 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward on ``args`` and record the call in the graph when needed."""
+        if _autocast.enabled:  # one thread-local read while autocast is off
+            from ..amp.autocast_mode import autocast_inputs
+
+            args = autocast_inputs(cls, args)
         if cls.is_inplace:
             from .inplace import apply_inplace
 
             return apply_inplace(cls, args, kwargs)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = needs_input_grad(args)
-        result = cls.forward(ctx, *args, **kwargs)
+        low = _low_precision_result(args) if cls._uses_opmath else None
+        if low is None:
+            result = cls.forward(ctx, *args, **kwargs)
+        else:
+            result = forward_in_float32(cls, ctx, args, kwargs, low)
         single = not isinstance(result, tuple)
         raw = (result,) if single else result
         outputs = tuple([_as_tensor(r) for r in raw])
@@ -307,14 +344,80 @@ def needs_input_grad(args: tuple[Any, ...]) -> tuple[bool, ...]:
 _Tensor: Any = None  # tinytrain.tensor.Tensor, imported on first use (tensor imports us)
 
 
-def _as_tensor(result: Any) -> Any:
-    """A forward result (an array, or a NumPy scalar for 0-d results) as a new Tensor."""
+def _tensor_type() -> Any:
     global _Tensor
     if _Tensor is None:
         from ..tensor import Tensor
 
         _Tensor = Tensor
-    return _Tensor(result if type(result) is np.ndarray else np.asarray(result))
+    return _Tensor
+
+
+def _as_tensor(result: Any) -> Any:
+    """A forward result (an array, or a NumPy scalar for 0-d results) as a new Tensor."""
+    tensor = _Tensor or _tensor_type()
+    return tensor(result if type(result) is np.ndarray else np.asarray(result))
+
+
+# ----- opmath: low-precision calls compute in float32 (task 4.1) -----------------------
+def _low_precision_result(args: tuple[Any, ...]) -> np.dtype | None:
+    """float16 or bfloat16 when that is the dtype of this call's floating point result
+    (PyTorch's promotion over its floating point tensor arguments), else None."""
+    tensor = _Tensor or _tensor_type()
+    if not any(isinstance(a, tensor) and a.data.dtype in dtypes.LOW_PRECISION for a in args):
+        return None
+    floating = [a for a in args if isinstance(a, tensor) and a.data.dtype in dtypes.FLOATING]
+    result = dtypes.result_type(*floating)
+    return result if result in dtypes.LOW_PRECISION else None
+
+
+def _float32_alias(x: Any) -> Any:
+    """A floating point Tensor's values in float32, as a history-free tensor that shares
+    its version counter (so a save of it is still checked against in-place writes to
+    ``x``); anything else as it is."""
+    tensor = _Tensor or _tensor_type()
+    if not isinstance(x, tensor) or x.data.dtype not in dtypes.FLOATING:
+        return x
+    if x.data.dtype == np.float32:
+        return x
+    alias = x._alias()
+    alias.data = x.data.astype(np.float32)
+    return alias
+
+
+def _round_to(result: Any, dtype: np.dtype) -> Any:
+    """A forward result in ``dtype`` when it is floating point (indices stay integers)."""
+    array = np.asarray(result)
+    if array.dtype not in dtypes.FLOATING:
+        return result
+    with np.errstate(over="ignore"):  # beyond float16's range: inf, as in PyTorch
+        return array.astype(dtype)
+
+
+def forward_in_float32(cls: type[Function], ctx: BackwardNode, args: tuple[Any, ...],
+                       kwargs: dict[str, Any], dtype: np.dtype) -> Any:
+    """``cls.forward`` for a call whose result is ``dtype`` (float16 or bfloat16), computed
+    the way PyTorch's kernels compute it: on float32 values, with the outputs rounded to
+    ``dtype`` once at the end. A matmul then accumulates its products in float32 (as
+    tensor cores do) and a sum or softmax does not lose precision term by term.
+
+    Afterwards forward's saves refer to the real inputs and outputs (low precision, as
+    PyTorch keeps them; ``saved_tensors`` widens them again for backward), and the node is
+    marked, so that backward computes in float32 too."""
+    # BEGIN SOLUTION 4.1
+    # HINT: _float32_alias(arg) gives a float32 stand-in for each floating point Tensor;
+    # HINT: run forward on those, then round every output with _round_to(output, dtype)
+    wide = tuple([_float32_alias(a) for a in args])
+    result = cls.forward(ctx, *wide, **kwargs)
+    single = not isinstance(result, tuple)
+    raw = (result,) if single else result
+    rounded = tuple([_round_to(r, dtype) for r in raw])
+    # END SOLUTION
+    standins = {id(w): a for w, a in zip(wide, args, strict=True) if w is not a}
+    standins.update({id(r): o for r, o in zip(raw, rounded, strict=True)})
+    ctx._to_save = tuple(standins.get(id(x), x) for x in ctx._to_save)
+    ctx._opmath = True
+    return rounded[0] if single else rounded
 
 
 def _scalars_to_arrays(ctx: BackwardNode, raw: tuple[Any, ...], outputs: tuple[Any, ...]) -> None:
@@ -373,6 +476,8 @@ def record(ctx: BackwardNode, inputs: tuple[Any, ...], outputs: tuple[Any, ...])
     # HINT: record only when grad mode is on, inference mode is off (it wins even over
     # HINT: enable_grad) and some Tensor input requires grad.
     # HINT: gradient_edge(tensor) gives the (node, output_nr) pair for an input.
+    # HINT: only floating point outputs get a grad_fn: test dtype in dtypes.FLOATING
+    # HINT: (bfloat16's NumPy kind is "V", not "f").
     if not grad_mode.is_grad_enabled() or grad_mode.is_inference_mode_enabled():
         return False
     needs = tuple([getattr(t, "_requires_grad", False) for t in inputs])  # False for non-Tensors
@@ -387,7 +492,7 @@ def record(ctx: BackwardNode, inputs: tuple[Any, ...], outputs: tuple[Any, ...])
     ctx._input_meta = tuple(meta)
     ctx._output_meta = tuple([(o.data.shape, o.data.dtype) for o in outputs])
     for nr, out in enumerate(outputs):
-        if out.data.dtype.kind == "f":  # integer outputs (indices) are not differentiable
+        if out.data.dtype in dtypes.FLOATING:  # integer outputs (indices) are not differentiable
             out.grad_fn = ctx
             out._output_nr = nr
             out._requires_grad = True

@@ -124,6 +124,8 @@ class GetItem(Function):
 class Cat(Function):
     """Tensors joined along an existing dim (a copy)."""
 
+    opmath = False  # moves elements: no arithmetic to widen
+
     @staticmethod
     def forward(ctx: BackwardNode, dim: int, *tensors: Tensor) -> np.ndarray:
         # BEGIN SOLUTION 2.5
@@ -144,6 +146,8 @@ class Cat(Function):
 class Stack(Function):
     """Tensors of one shape joined along a new dim (a copy)."""
 
+    opmath = False  # moves elements: no arithmetic to widen
+
     @staticmethod
     def forward(ctx: BackwardNode, dim: int, *tensors: Tensor) -> np.ndarray:
         # BEGIN SOLUTION 2.5
@@ -160,6 +164,8 @@ class Stack(Function):
 
 class Contiguous(Function):
     """A C-contiguous copy (gradient passes unchanged)."""
+
+    opmath = False  # moves elements: no arithmetic to widen
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:

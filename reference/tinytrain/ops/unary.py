@@ -15,6 +15,8 @@ from ..tensor import Tensor
 class Exp(Function):
     """``exp(a)``; saves its result (``_saved_result``), since d/da exp(a) = exp(a)."""
 
+    autocast_policy = "fp32"
+
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
         # BEGIN SOLUTION 2.2
@@ -32,6 +34,8 @@ class Exp(Function):
 
 
 class Log(Function):
+    autocast_policy = "fp32"
+
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
         # BEGIN SOLUTION 2.2
@@ -73,6 +77,8 @@ class Sqrt(Function):
 
 class Rsqrt(Function):
     """``1 / sqrt(a)``; saves its result: d/da = -0.5 * result^3."""
+
+    autocast_policy = "fp32"
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:
@@ -157,6 +163,8 @@ class Clamp(Function):
 
 class Reciprocal(Function):
     """``1 / a``; saves its result: d/da = -result^2."""
+
+    autocast_policy = "fp32"
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:

@@ -8,11 +8,14 @@ save their result and compute the gradient from it.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
+from ..autograd.autocast_state import call_without_autocast
 from ..autograd.function import BackwardNode, Function
 from ..tensor import Tensor
+from .conversion import to_dtype
 
 _SQRT1_2 = math.sqrt(0.5)
 _TANH_BETA = math.sqrt(2.0 / math.pi)  # the tanh approximation's sqrt(2 / pi)
@@ -95,6 +98,8 @@ class Hardtanh(Function):
 class Softmax(Function):
     """``exp(x) / sum(exp(x))`` along ``axis`` (a 1-tuple, or () for a 0-d input)."""
 
+    autocast_policy = "fp32"
+
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, axis: tuple[int, ...]) -> np.ndarray:
         # HINT: subtract the maximum first: exp(1e4) overflows, exp(x - max) <= 1 cannot
@@ -107,6 +112,8 @@ class Softmax(Function):
 
 class LogSoftmax(Function):
     """``x - logsumexp(x)`` along ``axis``, without overflow."""
+
+    autocast_policy = "fp32"
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, axis: tuple[int, ...]) -> np.ndarray:
@@ -159,11 +166,19 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tens
     return Hardtanh.apply(input, min_val, max_val)
 
 
-def softmax(input: Tensor, dim: int) -> Tensor:
-    """Softmax along ``dim``, stable for large inputs."""
-    return Softmax.apply(input, _softmax_axis(dim, input.ndim))
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """Softmax along ``dim``, stable for large inputs. With ``dtype`` the input is cast to
+    it first (and autocast leaves the call alone)."""
+    return _with_dtype(Softmax, input, _softmax_axis(dim, input.ndim), dtype)
 
 
-def log_softmax(input: Tensor, dim: int) -> Tensor:
-    """Log of softmax along ``dim``, stable for large inputs."""
-    return LogSoftmax.apply(input, _softmax_axis(dim, input.ndim))
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """Log of softmax along ``dim``, stable for large inputs; ``dtype`` as for softmax."""
+    return _with_dtype(LogSoftmax, input, _softmax_axis(dim, input.ndim), dtype)
+
+
+def _with_dtype(function: type[Function], input: Tensor, axis: tuple[int, ...],
+                dtype: Any) -> Tensor:
+    if dtype is None:
+        return function.apply(input, axis)
+    return call_without_autocast(function.apply, to_dtype(input, dtype), axis)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.function import BackwardNode, Function
 from ..tensor import Tensor
-from ._helpers import promote, sum_to_shape
+from ._helpers import apply_binary, promote, sum_to_shape
 from .conversion import to_dtype
 
 
@@ -76,6 +76,8 @@ class Neg(Function):
 class Pow(Function):
     """``a ** b`` for two tensors; saves ``a``, ``b`` and the result."""
 
+    autocast_policy = "fp32"
+
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
         raise NotImplementedError("task 2.1: Elementwise arithmetic with broadcasting")
@@ -89,6 +91,8 @@ class Pow(Function):
 
 class PowScalar(Function):
     """``a ** exponent`` for a Python number ``exponent``; saves ``a`` (``_saved_self``)."""
+
+    autocast_policy = "fp32"
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, exponent: float) -> np.ndarray:
@@ -143,26 +147,40 @@ class Where(Function):
 
 def add(input: Any, other: Any) -> Tensor:
     """``input + other`` with broadcasting."""
-    return Add.apply(*promote(input, other))
+    return apply_binary(Add, input, other)
 
 
 def sub(input: Any, other: Any) -> Tensor:
     """``input - other`` with broadcasting."""
-    return Sub.apply(*promote(input, other))
+    return apply_binary(Sub, input, other)
 
 
 def mul(input: Any, other: Any) -> Tensor:
     """``input * other`` with broadcasting."""
-    return Mul.apply(*promote(input, other))
+    return apply_binary(Mul, input, other)
+
+
+class RDiv(Div):
+    """``number / tensor``. PyTorch computes it as ``tensor.reciprocal() * number``, so
+    under autocast it runs in float32 (reciprocal's category); the values are Div's."""
+
+    autocast_policy = "fp32"
 
 
 def div(input: Any, other: Any) -> Tensor:
     """``input / other`` (true division) with broadcasting."""
-    a, b = promote(input, other)
-    if not a.dtype.is_floating_point:  # integers divide into the default float dtype
-        default = dtypes.get_default_dtype()
-        a, b = to_dtype(a, default), to_dtype(b, default)
-    return Div.apply(a, b)
+    if not dtypes.is_floating_point(dtypes.result_type(input, other)):
+        default = dtypes.get_default_dtype()  # integers divide into the default float dtype
+        a, b = promote(input, other)
+        return Div.apply(to_dtype(a, default), to_dtype(b, default))
+    return apply_binary(Div, input, other)
+
+
+def rdiv(input: Tensor, number: Any) -> Tensor:
+    """``number / input`` for a Python number (``Tensor.__rtruediv__``)."""
+    if not dtypes.is_floating_point(dtypes.result_type(number, input)):
+        return div(number, input)
+    return apply_binary(RDiv, number, input)
 
 
 def neg(input: Tensor) -> Tensor:
@@ -174,7 +192,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent``: a tensor raised to a Python number or to a tensor
     (broadcast), or a Python number raised to a tensor."""
     if isinstance(exponent, Tensor) or not isinstance(input, Tensor):
-        return Pow.apply(*promote(input, exponent))
+        return apply_binary(Pow, input, exponent)
     return PowScalar.apply(input, exponent)
 
 

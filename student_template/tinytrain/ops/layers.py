@@ -35,6 +35,8 @@ class LayerNorm(Function):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last
     ``len(normalized_shape)`` dims, with the biased variance (divided by N)."""
 
+    autocast_policy = "fp32"  # PyTorch's CUDA autocast runs layer_norm in float32
+
     @staticmethod
     def forward(ctx: BackwardNode, input: Tensor, normalized_shape: tuple[int, ...],
                 weight: Tensor | None, bias: Tensor | None, eps: float) -> np.ndarray:

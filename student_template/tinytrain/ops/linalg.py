@@ -13,7 +13,12 @@ from ._helpers import promote, sum_to_shape
 
 
 class Matmul(Function):
-    """``a @ b`` with NumPy/PyTorch semantics: 1-D operands, batches, broadcast batch dims."""
+    """``a @ b`` with NumPy/PyTorch semantics: 1-D operands, batches, broadcast batch dims.
+
+    float16/bfloat16 operands are multiplied in float32 (``Function.apply``'s opmath):
+    products accumulate in float32 and the result is rounded once, as on tensor cores."""
+
+    autocast_policy = "lower_precision"
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, b: Tensor) -> np.ndarray:
@@ -28,6 +33,8 @@ class Matmul(Function):
 
 class Linear(Function):
     """``x @ weight.T + bias`` for ``x`` of shape (*, in), weight (out, in), bias (out,)."""
+
+    autocast_policy = "lower_precision"
 
     @staticmethod
     def forward(ctx: BackwardNode, x: Tensor, weight: Tensor, bias: Tensor | None) -> np.ndarray:

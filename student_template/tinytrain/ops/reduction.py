@@ -13,9 +13,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..autograd.autocast_state import call_without_autocast
 from ..autograd.function import BackwardNode, Function
 from ..tensor import Tensor
 from .arithmetic import maximum, minimum
+from .conversion import to_dtype
 
 
 def _dims(dim: int | tuple[int, ...] | list[int] | None, ndim: int) -> tuple[int, ...]:
@@ -42,6 +44,8 @@ def _restore_dims(grad: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> np.
 
 
 class Sum(Function):
+    autocast_policy = "fp32"
+
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
         raise NotImplementedError("task 2.3: Reductions: sum, mean, var, max/min, amax/amin, logsumexp")
@@ -130,6 +134,8 @@ def _take_along(
 class Logsumexp(Function):
     """``log(sum(exp(a)))`` over ``dims``, computed without overflow."""
 
+    autocast_policy = "fp32"
+
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
         # HINT: shift by the maximum so exp cannot overflow (and skip an infinite maximum)
@@ -163,9 +169,13 @@ class ValuesIndices(NamedTuple):
     indices: Tensor
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    """Sum over ``dim`` (an int or a tuple; every dim when None)."""
-    return Sum.apply(input, _dims(dim, input.ndim), keepdim)
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Sum over ``dim`` (an int or a tuple; every dim when None). With ``dtype`` the input
+    is cast to it first (and autocast leaves the call alone)."""
+    dims = _dims(dim, input.ndim)
+    if dtype is None:
+        return Sum.apply(input, dims, keepdim)
+    return call_without_autocast(Sum.apply, to_dtype(input, dtype), dims, keepdim)
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

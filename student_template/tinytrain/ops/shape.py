@@ -93,6 +93,8 @@ class GetItem(Function):
 class Cat(Function):
     """Tensors joined along an existing dim (a copy)."""
 
+    opmath = False  # moves elements: no arithmetic to widen
+
     @staticmethod
     def forward(ctx: BackwardNode, dim: int, *tensors: Tensor) -> np.ndarray:
         raise NotImplementedError("task 2.5: Shape ops: views, indexing, cat and stack")
@@ -106,6 +108,8 @@ class Cat(Function):
 class Stack(Function):
     """Tensors of one shape joined along a new dim (a copy)."""
 
+    opmath = False  # moves elements: no arithmetic to widen
+
     @staticmethod
     def forward(ctx: BackwardNode, dim: int, *tensors: Tensor) -> np.ndarray:
         raise NotImplementedError("task 2.5: Shape ops: views, indexing, cat and stack")
@@ -117,6 +121,8 @@ class Stack(Function):
 
 class Contiguous(Function):
     """A C-contiguous copy (gradient passes unchanged)."""
+
+    opmath = False  # moves elements: no arithmetic to widen
 
     @staticmethod
     def forward(ctx: BackwardNode, a: Tensor) -> np.ndarray:

@@ -1,0 +1,161 @@
+"""Expected behaviour for tasks 4.4 and 4.5: APEX's opt levels and the layer-wise policy.
+
+APEX is not installed (and needs CUDA); its recipes are short, so the oracle spells them
+out with torch tensors: the Net of ``graders.probes.opt_levels`` in the level's dtypes,
+float32 math rounded once per op (as the probe's Functions and torch's kernels do),
+APEX's dynamic loss scaler, master weights at O2 and the Plain optimizer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..probes import _modules
+from .modules import LIB
+
+LEVELS = {  # cast_model_type, master weights, dynamic loss scale
+    "O0": (torch.float32, False, False),
+    "O1": (None, False, True),
+    "O2": (torch.float16, True, True),
+    "O3": (torch.float16, False, False),
+}
+INIT_SCALE = 2.0**16
+MAX_SCALE = 2.0**24
+
+
+def loss_scaler_run(config: dict[str, Any], overflows: list[bool]) -> list[float]:
+    """APEX's LossScaler: the scale after each update."""
+    dynamic = config["loss_scale"] == "dynamic"
+    max_scale = config.get("max_loss_scale", MAX_SCALE)
+    scale = min(max_scale, config.get("init_scale", INIT_SCALE)) if dynamic else float(
+        config["loss_scale"])
+    factor, window = config.get("scale_factor", 2.0), config.get("scale_window", 2000)
+    min_scale = config.get("min_loss_scale")
+    clean = 0
+    seen = [scale]
+    for overflow in overflows:
+        if dynamic and overflow:
+            scale /= factor
+            scale = scale if min_scale is None else max(min_scale, scale)
+            clean = 0
+        elif dynamic:
+            clean += 1
+            if clean == window:
+                scale, clean = min(max_scale, scale * factor), 0
+        seen.append(scale)
+    return seen
+
+
+def _linear32(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (x.float() @ w.float() + b.float()).to(x.dtype)
+
+
+def _forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    w1, b1, w2, b2 = params
+    return _linear32(torch.relu(_linear32(x, w1, b1)), w2, b2)
+
+
+def train_run(level: str, weights: dict[str, Any], batches: list[Any],
+              lr: float) -> list[dict[str, Any]]:
+    """What ``probes.opt_levels.train_run`` must observe (O0, O2 and O3)."""
+    cast_type, master, dynamic = LEVELS[level]
+    params = [torch.tensor(np.asarray(weights[n])) for n in ("w1", "b1", "w2", "b2")]
+    if cast_type is not None:
+        params = [p.to(cast_type) for p in params]
+    params = [p.requires_grad_() for p in params]
+    held = [p.detach().float().requires_grad_() for p in params] if master else params
+    compute = params[0].dtype
+    scale, clean = (INIT_SCALE if dynamic else 1.0), 0
+    records = []
+    for x, y in batches:
+        out = _forward(params, torch.tensor(np.asarray(x)).to(compute)).float()
+        loss = ((out - torch.tensor(np.asarray(y)).float()) ** 2).mean()
+        (loss * scale).backward()
+        grads = [p.grad for p in params]
+        overflow = dynamic and any(not torch.isfinite(g).all() for g in grads if g is not None)
+        inv = torch.tensor(1.0 / scale, dtype=torch.float32)
+        unscaled = [None if g is None else g.float() * inv for g in grads]
+        if master:
+            for h, g in zip(held, unscaled):
+                h.grad = g
+        elif scale != 1.0:
+            for p, g in zip(params, unscaled):
+                if g is not None:
+                    p.grad = g.to(p.dtype)
+        held_grads = [None if h.grad is None else h.grad.detach().numpy().copy() for h in held]
+        if not overflow:
+            with torch.no_grad():
+                for h in held:
+                    if h.grad is not None:
+                        h -= torch.tensor(lr, dtype=h.dtype) * h.grad
+                if master:
+                    for p, h in zip(params, held):
+                        p.copy_(h.to(p.dtype))
+        records.append({
+            "loss": float(loss.detach()), "scale_used": scale, "stepped": not overflow,
+            "optimizer_grads": held_grads,
+            "params": [p.detach().numpy().copy() for p in params],
+            "optimizer_values": [h.detach().numpy().copy() for h in held],
+        })
+        if dynamic and overflow:
+            scale, clean = scale / 2.0, 0
+        elif dynamic:
+            clean += 1
+            if clean == 2000:
+                scale, clean = min(MAX_SCALE, scale * 2.0), 0
+        for p in params + held:
+            p.grad = None
+    return records
+
+
+# ----- 4.5 ---------------------------------------------------------------------------
+def resolved_levels(spec: dict[str, Any], rules: dict[str, str]) -> dict[str, str | None]:
+    """Each module's level: its own rule by qualified name, else by class name, else its
+    parent's (names and classes from torch.nn's named_modules on the same tree)."""
+    model = _modules.build(LIB, spec)
+    levels: dict[str, str | None] = {}
+    for name, module in model.named_modules():
+        parent = name.rpartition(".")[0] if name else None
+        inherited = levels.get(parent) if parent is not None else None
+        levels[name] = rules.get(name, rules.get(type(module).__name__, inherited))
+    return levels
+
+
+def layer_policy_run(spec: dict[str, Any], rules: dict[str, str],
+                     outer_autocast: bool) -> dict[str, Any]:
+    """What each recording block of ``probes.opt_levels.layer_policy_run`` must see: a
+    module whose level differs from its parent's casts its inputs (O0: float32, O3:
+    float16; O1 none) and its outputs to float32 (O0, O3), and runs with autocast on
+    (O1) or off (O0, O3); other modules run as their caller does."""
+    levels = resolved_levels(spec, rules)
+    model = _modules.build(LIB, spec)
+    children = {name: [f"{name}.{c}" if name else c for c, _ in m.named_children()]
+                for name, m in model.named_modules()}
+    seen: dict[str, Any] = {}
+
+    def call(name: str, dtype: str, autocast_on: bool) -> str:
+        level = levels[name]
+        parent = name.rpartition(".")[0] if name else None
+        wrapped = level is not None and (parent is None or levels[parent] != level)
+        if wrapped and level == "O1":
+            autocast_on = True
+        elif wrapped:
+            autocast_on = False
+            dtype = "float16" if level == "O3" else "float32"
+        own = "float16" if level == "O3" else "float32"
+        has_w = any(n == "w" for n, _ in model.get_submodule(name).named_parameters(
+            recurse=False))
+        seen.setdefault(name, []).append([autocast_on, dtype, own if has_w else None])
+        for child in children[name]:
+            dtype = call(child, dtype, autocast_on)
+        return "float32" if wrapped and level != "O1" else dtype
+
+    out = call("", "float32", outer_autocast)
+    params = {}
+    for name, module in model.named_modules():
+        for p, _ in module.named_parameters(recurse=False):
+            params[f"{name}.{p}"] = "float16" if levels[name] == "O3" else "float32"
+    return {"seen": seen, "param_dtypes": params, "output_dtype": out}

@@ -1,0 +1,87 @@
+"""Task 4.5: a precision policy per layer (``tt.amp.apply_layer_policy``).
+
+The models are trees of the probes' recording blocks (class names Embedding,
+CausalSelfAttention, MLP, Block, Head): each block records, when called, whether autocast
+was on, its input's dtype and its parameter's dtype. The oracle
+(graders/oracle/opt_levels.py) names the modules with torch.nn on the same tree and
+follows the policy's rules: a module's own rule by qualified name, else by class name,
+else its parent's level; a module whose level differs from its parent's casts its inputs
+(O0: float32, O3: float16), runs with autocast on (O1) or off (O0, O3, even inside an
+autocast region), and hands float32 back (O0, O3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from graders.checks import assert_equal, assert_raises_like
+from graders.oracle import opt_levels as oracle
+from graders.strategies.opt_levels import names_in, policies
+from graders.suites._support import examples, task
+
+
+def _block(name: str, children: list | None = None) -> dict:
+    return {"kind": "block", "name": name, "params": [["w", np.ones(2, np.float32)]],
+            "buffers": [], "children": children or []}
+
+
+# The course's policy on a GPT-shaped tree: every draw also runs it.
+GPT_TREE = _block("GPT", [
+    ["wte", _block("Embedding")],
+    ["h", {"kind": "seq", "children": [["0", _block("Block", [
+        ["attn", _block("CausalSelfAttention")], ["mlp", _block("MLP")]])]]}],
+    ["head", _block("Head")],
+])
+COURSE = {"Embedding": "O0", "CausalSelfAttention": "O1", "MLP": "O3"}
+
+
+def _case(spec: dict, rules: dict, outer: bool = False) -> str:
+    tree = "\n".join(f"  {name or '(model)'}: {kind}" for name, kind in names_in(spec))
+    call = "with tt.amp.autocast('cuda'): model(x)" if outer else "model(x)"
+    return (f"modules (qualified name: class):\n{tree}\n"
+            f"tt.amp.apply_layer_policy(model, {rules!r}); x float32; {call}")
+
+
+@task("4.5")
+@settings(max_examples=examples(20))
+@given(policy=policies())
+@example(policy=(GPT_TREE, COURSE))
+def test_levels_resolve_by_name_class_and_parent(submission, policy):
+    """tt.amp.resolve_levels: each module's level."""
+    spec, rules = policy
+    got = submission.call("opt_levels.resolved_levels", spec, rules)
+    expected = oracle.resolved_levels(spec, rules)
+    assert_equal(got, expected, what="resolve_levels(model, rules)",
+                 case=_case(spec, rules))
+
+
+@task("4.5")
+@settings(max_examples=examples(20))
+@given(policy=policies(), outer=st.booleans())
+@example(policy=(GPT_TREE, COURSE), outer=False)
+@example(policy=(GPT_TREE, COURSE), outer=True)
+def test_each_layer_runs_at_its_level(submission, policy, outer):
+    """What every layer sees when the model runs: autocast on or off, its input's
+    dtype, its parameters' dtype; and the model's output dtype."""
+    spec, rules = policy
+    got = submission.call("opt_levels.layer_policy_run", spec, rules, outer)
+    expected = oracle.layer_policy_run(spec, rules, outer)
+    case = _case(spec, rules, outer)
+    assert_equal(got["param_dtypes"], expected["param_dtypes"],
+                 what="parameter dtypes after apply_layer_policy", case=case)
+    for name, calls in expected["seen"].items():
+        assert_equal(got["seen"].get(name), calls, case=case,
+                     what=f"module {name or '(model)'}: [autocast on?, input dtype, "
+                          "parameter dtype] seen in its forward")
+    assert_equal(got["output_dtype"], expected["output_dtype"], what="dtype of model(x)",
+                 case=case)
+
+
+@task("4.5")
+def test_o2_is_refused_per_layer(submission):
+    """O2 needs master weights in the optimizer: a per-layer policy refuses it."""
+    got = submission.call("opt_levels.resolve_error", GPT_TREE, {"MLP": "O2"})
+    assert_raises_like(got, "ValueError", contains=("O2",),
+                       what="resolve_levels(model, {'MLP': 'O2'})")
