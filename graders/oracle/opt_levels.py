@@ -54,20 +54,24 @@ def _linear32(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor
 
 
 def _forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    w1, b1, w2, b2 = params
+    """The Net on ``x``, each linear on its inputs cast to x's dtype (a no-op except at
+    O1, where x is float16 and the parameters float32)."""
+    w1, b1, w2, b2 = (p.to(x.dtype) for p in params)
     return _linear32(torch.relu(_linear32(x, w1, b1)), w2, b2)
 
 
 def train_run(level: str, weights: dict[str, Any], batches: list[Any],
               lr: float) -> list[dict[str, Any]]:
-    """What ``probes.opt_levels.train_run`` must observe (O0, O2 and O3)."""
+    """What ``probes.opt_levels.train_run`` must observe. At O1 the parameters stay
+    float32 and each linear casts its inputs to float16 (autocast's policy for linear);
+    the casts' backward brings the gradients back to float32."""
     cast_type, master, dynamic = LEVELS[level]
     params = [torch.tensor(np.asarray(weights[n])) for n in ("w1", "b1", "w2", "b2")]
     if cast_type is not None:
         params = [p.to(cast_type) for p in params]
     params = [p.requires_grad_() for p in params]
     held = [p.detach().float().requires_grad_() for p in params] if master else params
-    compute = params[0].dtype
+    compute = torch.float16 if level == "O1" else params[0].dtype
     scale, clean = (INIT_SCALE if dynamic else 1.0), 0
     records = []
     for x, y in batches:

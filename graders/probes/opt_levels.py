@@ -30,7 +30,10 @@ def net_classes(tt: Any) -> Any:
     f32 = np.float32
 
     class Linear32(base):
-        """x @ w + b in float32, rounded once to x's dtype; gradients likewise."""
+        """x @ w + b in float32, rounded once to x's dtype; gradients likewise. Under
+        autocast (O1) its inputs are cast to float16, like torch's linear."""
+
+        autocast_policy = "lower_precision"
 
         @staticmethod
         def forward(ctx, x, w, b):
