@@ -5,26 +5,35 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import torch
 
 from ..optable.spec import OpInfo
 from ..strategies.ops import Index, Sample, T
 
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
-def _torch_args(sample: Sample, values: dict[int, np.ndarray] | None = None,
-                requires_grad: bool = True) -> tuple[list[Any], dict[str, Any], list[torch.Tensor]]:
-    """The sample's arguments as torch objects; ``values`` replaces some tensors' values
-    (by ``id`` of their ``T``). Returns (args, kwargs, differentiable leaves)."""
+
+def torch_args(sample: Sample, values: dict[int, np.ndarray] | None = None,
+               requires_grad: bool = True, cast: dict[int, torch.dtype] | None = None,
+               ) -> tuple[list[Any], dict[str, Any], list[torch.Tensor]]:
+    """The sample's arguments as torch objects. ``values`` replaces some tensors' values
+    and ``cast`` casts some float tensors (differentiably, as autocast does, after they
+    became leaves), both by ``id`` of their ``T``. Returns (args, kwargs, differentiable
+    leaves)."""
     leaves: list[torch.Tensor] = []
 
     def convert(x: Any) -> Any:
         if isinstance(x, T):
             value = x.value if values is None else values.get(id(x), x.value)
-            tensor = _with_layout(value, x.layout)
-            if x.grad and requires_grad:
+            tensor = with_layout(value, x.layout)
+            is_float = tensor.is_floating_point()
+            if x.grad and requires_grad and is_float:
                 tensor.requires_grad_(True)
                 leaves.append(tensor)
+            if cast is not None and is_float and id(x) in cast:
+                tensor = tensor.to(cast[id(x)])
             return tensor
         if isinstance(x, Index):
             return x.items
@@ -39,8 +48,12 @@ def _torch_args(sample: Sample, values: dict[int, np.ndarray] | None = None,
     return args, kwargs, leaves
 
 
-def _with_layout(value: np.ndarray, layout: str) -> torch.Tensor:
-    """A torch tensor with the values and the memory layout the probe gives tinytrain."""
+def with_layout(value: np.ndarray, layout: str = "contiguous") -> torch.Tensor:
+    """A torch tensor with the values (bfloat16 too) and the memory layout the probe
+    gives tinytrain."""
+    value = np.asarray(value)
+    if value.dtype == BFLOAT16:
+        return with_layout(value.astype(np.float32), layout).bfloat16()
     if layout == "transposed":
         dims = tuple(reversed(range(value.ndim)))
         return torch.from_numpy(np.ascontiguousarray(value.transpose())).permute(dims).detach()
@@ -59,7 +72,7 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 
 def forward(op: OpInfo, sample: Sample) -> list[np.ndarray]:
     """torch's outputs for the sample."""
-    args, kwargs, _ = _torch_args(sample, requires_grad=False)
+    args, kwargs, _ = torch_args(sample, requires_grad=False)
     return [_numpy(o) for o in _outputs(op.torch(*args, **kwargs))]
 
 
@@ -80,7 +93,7 @@ def grad_outputs(op: OpInfo, outputs: list[np.ndarray], rng: np.random.Generator
 def backward(op: OpInfo, sample: Sample, grads: list[np.ndarray | None]
              ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """torch's outputs and the gradient of every differentiable input."""
-    args, kwargs, leaves = _torch_args(sample)
+    args, kwargs, leaves = torch_args(sample)
     outs = _outputs(op.torch(*args, **kwargs))
     pairs = [(o, torch.from_numpy(g)) for o, g in zip(outs, grads, strict=True) if g is not None]
     computed = torch.autograd.grad(
@@ -96,7 +109,7 @@ def finite_differences(op: OpInfo, sample: Sample, grads: list[np.ndarray | None
     differences of torch's forward in float64 (gradcheck's method)."""
 
     def objective(values: dict[int, np.ndarray]) -> float:
-        args, kwargs, _ = _torch_args(sample, values, requires_grad=False)
+        args, kwargs, _ = torch_args(sample, values, requires_grad=False)
         with torch.no_grad():
             outs = _outputs(op.torch(*args, **kwargs))
         return float(sum(np.sum(g.astype(np.float64) * o.numpy().astype(np.float64))

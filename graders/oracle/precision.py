@@ -9,15 +9,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import torch
 
 from ..optable.spec import OpInfo
-from ..strategies.ops import Index, Sample, T
-from .ops import _with_layout
+from ..strategies.ops import Sample
+from . import ops
 
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+BFLOAT16 = ops.BFLOAT16
 LOW = ("float16", "bfloat16")
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16,
                 "float32": torch.float32, "float64": torch.float64}
@@ -35,12 +34,7 @@ def numpy_of(t: torch.Tensor) -> np.ndarray:
     return np.array(t.numpy(), copy=True)
 
 
-def torch_of(value: np.ndarray, layout: str = "contiguous") -> torch.Tensor:
-    """A NumPy array (bfloat16 too) as a torch tensor with the probe's memory layout."""
-    value = np.asarray(value)
-    if value.dtype == BFLOAT16:
-        return _with_layout(value.astype(np.float32), layout).bfloat16()
-    return _with_layout(value, layout)
+torch_of = ops.with_layout
 
 
 def is_float(value: np.ndarray) -> bool:
@@ -72,32 +66,11 @@ def in_dtype(sample: Sample, dtype: str) -> Sample:
 
 
 def torch_args(sample: Sample, requires_grad: bool, cast: dict[int, str] | None = None
-                ) -> tuple[list[Any], dict[str, Any], list[torch.Tensor]]:
-    """The sample as torch arguments; ``cast`` maps ``id(T)`` to a dtype each float tensor
-    is cast to (differentiably, as autocast does) after being made a leaf."""
-    leaves: list[torch.Tensor] = []
-
-    def convert(x: Any) -> Any:
-        if isinstance(x, T):
-            tensor = torch_of(x.value, x.layout)
-            is_float = tensor.is_floating_point()
-            if x.grad and requires_grad and is_float:
-                tensor.requires_grad_(True)
-                leaves.append(tensor)
-            if cast is not None and is_float and id(x) in cast:
-                tensor = tensor.to(TORCH_DTYPES[cast[id(x)]])
-            return tensor
-        if isinstance(x, Index):
-            return x.items
-        if isinstance(x, list):
-            return [convert(v) for v in x]
-        if isinstance(x, tuple):
-            return tuple(convert(v) for v in x)
-        return x
-
-    args = [convert(a) for a in sample.args]
-    kwargs = {k: convert(v) for k, v in sample.kwargs.items()}
-    return args, kwargs, leaves
+               ) -> tuple[list[Any], dict[str, Any], list[torch.Tensor]]:
+    """The sample as torch arguments; ``cast`` maps ``id(T)`` to the name of a dtype each
+    float tensor is cast to (differentiably, as autocast does) after being made a leaf."""
+    dtypes = None if cast is None else {k: TORCH_DTYPES[v] for k, v in cast.items()}
+    return ops.torch_args(sample, requires_grad=requires_grad, cast=dtypes)
 
 
 def _outputs(result: Any) -> list[torch.Tensor]:
