@@ -14,9 +14,13 @@ from .conftest import REFERENCE, TEMPLATE
 TITLES = template.rubric_titles()
 
 
-def test_committed_template_matches_the_generator(tmp_path):
-    template.generate(REFERENCE / "tinytrain", tmp_path / "tinytrain", TITLES)
-    diff = filecmp.dircmp(tmp_path / "tinytrain", TEMPLATE / "tinytrain", ignore=["__pycache__"])
+@pytest.mark.parametrize("folder", ["tinytrain", "examples"])
+def test_committed_template_matches_the_generator(folder, tmp_path):
+    if folder == "tinytrain":
+        template.generate(REFERENCE / "tinytrain", tmp_path / folder, TITLES)
+    else:
+        template.copy_examples(REFERENCE / "examples", tmp_path / folder)
+    diff = filecmp.dircmp(tmp_path / folder, TEMPLATE / folder, ignore=["__pycache__"])
 
     def differences(d: filecmp.dircmp) -> list[str]:
         found = [f"{d.left}: {n}" for n in d.left_only + d.right_only + d.diff_files]
@@ -71,3 +75,11 @@ def test_blocks_become_hints_and_a_raise():
     assert template.strip(source, "f.py", TITLES) == (
         "def f():\n    # HINT: think\n"
         f'    raise NotImplementedError("task 1.2: {TITLES["1.2"]}")\n')
+
+
+def test_examples_with_a_solution_block_are_refused(tmp_path):
+    source = tmp_path / "examples"
+    source.mkdir()
+    (source / "demo.py").write_text("x = 1\n    # BEGIN SOLUTION 1.1\nx = 2\n    # END SOLUTION\n")
+    with pytest.raises(template.MarkerError, match="solution blocks"):
+        template.copy_examples(source, tmp_path / "out")

@@ -105,6 +105,18 @@ def generate(reference: Path, target: Path, titles: dict[str, str],
         path.write_text(strip(path.read_text(), rel, titles, only))
 
 
+def copy_examples(reference_examples: Path, target: Path) -> None:
+    """Copy the example scripts (training a GPT, the opt-level table) as they are: they
+    import the tinytrain beside them, so in the template they run the student's code.
+    They must hold no solution block."""
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(reference_examples, target, ignore=IGNORED)
+    for path in sorted(target.rglob("*.py")):
+        if any(BEGIN.match(line) for line in path.read_text().splitlines()):
+            raise MarkerError(f"{path.name}: examples must not contain solution blocks")
+
+
 def rubric_titles() -> dict[str, str]:
     return {t.id: t.title for t in rubric_module.load().tasks}
 
@@ -112,7 +124,8 @@ def rubric_titles() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tinytrain-make-template",
-        description="Regenerate student_template/tinytrain from reference/tinytrain.",
+        description="Regenerate student_template/tinytrain from reference/tinytrain (and "
+                    "copy reference/examples).",
     )
     root = Path(__file__).resolve().parents[2]
     parser.add_argument("--reference", type=Path, default=root / "reference" / "tinytrain")
@@ -120,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         generate(args.reference, args.out, rubric_titles())
+        examples = args.reference.parent / "examples"
+        if examples.is_dir():
+            copy_examples(examples, args.out.parent / "examples")
     except MarkerError as exc:
         print(f"tinytrain-make-template: error: {exc}", file=sys.stderr)
         return 2
