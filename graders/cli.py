@@ -36,6 +36,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="how many random examples each property test draws: quick (a "
                              "third, for fast feedback), default (used for grades), thorough "
                              "(8x)")
+    parser.add_argument("--no-shrink", action="store_true",
+                        help="report the first failing example found instead of shrinking it "
+                             "to a minimal one: the same scores, faster on failing code")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run the submission in this process (for debugging with pdb)")
     parser.add_argument("--verbose", action="store_true", help="show every failing test")
@@ -71,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         results = run_suites(submission.resolve(), rubric, tasks, seed=args.seed,
-                             sandbox=not args.no_sandbox, profile=args.profile)
+                             sandbox=not args.no_sandbox, profile=args.profile,
+                             shrink=not args.no_shrink)
     except GradingError as exc:
         message = f"internal grader error: {exc}"
         print(f"tinytrain-grade: {message}", file=sys.stderr)

@@ -133,6 +133,8 @@ def test_regrade_of_a_failing_submission_is_identical(tmp_path):
     second = grade(tmp_path / "sub", tmp_path / "b", "--tasks", "1.2")
     assert first["score"] < first["max_score"]
     assert _without_timings(first) == _without_timings(second)
+    unshrunk = grade(tmp_path / "sub", tmp_path / "c", "--tasks", "1.2", "--no-shrink")
+    assert statuses(unshrunk) == statuses(first) and unshrunk["score"] == first["score"]
 
 
 def test_in_process_mode_gives_the_same_scores(tmp_path):

@@ -1,7 +1,8 @@
 """Each known-wrong variant loses points in its own task and in no other task of its
 assignment (tests/mutants/ lists them), except integration tasks (``integration = true`` in
 the rubric: the GPT and end-to-end training run every layer, so any layer's bug shows
-there too)."""
+there too). Gradings skip shrinking (``--no-shrink``): the same scores, and most
+of the time a failing grading takes goes into shrinking."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ INTEGRATION = {t.id for t in rubric.load().tasks if t.integration}
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.id for m in MUTANTS])
 def test_mutant_is_caught_by_its_task(mutant, tmp_path):
     mutant.apply(tmp_path / "submission")
-    score = grade(tmp_path / "submission", tmp_path / "out", "--tasks", mutant.assignment)
+    score = grade(tmp_path / "submission", tmp_path / "out", "--tasks", mutant.assignment,
+                  "--no-shrink")
     assert score["_exit"] == 0, score["_stderr"]
     scores = task_scores(score)
     got, full = scores[mutant.task]
@@ -34,7 +36,8 @@ def test_mutant_is_caught_by_its_task(mutant, tmp_path):
 @pytest.mark.parametrize("alternative", ALTERNATIVES, ids=[m.id for m in ALTERNATIVES])
 def test_correct_alternative_keeps_full_marks(alternative, tmp_path):
     alternative.apply(tmp_path / "submission")
-    score = grade(tmp_path / "submission", tmp_path / "out", "--tasks", alternative.assignment)
+    score = grade(tmp_path / "submission", tmp_path / "out", "--tasks", alternative.assignment,
+                  "--no-shrink")
     assert score["_exit"] == 0, score["_stderr"]
     lost = {tid: s for tid, s in task_scores(score).items() if s[0] < s[1]}
     assert not lost, f"{alternative.id} ({alternative.why}) is correct but lost points: {lost}"

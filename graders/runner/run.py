@@ -36,8 +36,11 @@ def run_suites(
     seed: int = 0,
     sandbox: bool = True,
     profile: str = "default",
+    shrink: bool = True,
 ) -> list[TestResult]:
-    """Run every grader test of ``tasks`` against ``submission``; one result per test."""
+    """Run every grader test of ``tasks`` against ``submission``; one result per test.
+    ``shrink=False`` skips Hypothesis's shrinking (a failure reports the first failing
+    example found, not a minimal one)."""
     limits = rubric.limits
     if sandbox:
         client = SandboxClient(
@@ -57,6 +60,7 @@ def run_suites(
     with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
         os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch
         os.environ["TINYTRAIN_GRADER_PROFILE"] = profile
+        os.environ["TINYTRAIN_GRADER_SHRINK"] = "1" if shrink else "0"
         args = [
             *suite_folders({t.assignment for t in tasks}),
             "-c", str(SUITES_DIR / "pytest.ini"),
