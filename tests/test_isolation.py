@@ -23,8 +23,6 @@ CLAIMS = [
     ("2", "4.3", "GradScaler scales the loss with given code, not the student's mul"),
     ("5", "4.1,4.2,4.3", "GradScaler is graded with a probe-side optimizer; 4.1/4.2 use no "
                          "modules (4.4/4.5 set up modules: they need Module from 5.1)"),
-    ("4.1", "4.4", "opt levels cast with given code; the probes' Functions do their own "
-                   "float32 math"),
     ("3", "4", "autocast never writes in place (in-place calls stop at apply_inplace) "
                "and low precision saves without hooks"),
     ("4.2", "4.1", "low precision is graded without autocast"),
