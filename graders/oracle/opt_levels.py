@@ -26,26 +26,39 @@ INIT_SCALE = 2.0**16
 MAX_SCALE = 2.0**24
 
 
+class ApexScaler:
+    """APEX's LossScaler: a static scale, or a dynamic one (``loss_scale="dynamic"``)."""
+
+    def __init__(self, loss_scale: float | str, init_scale: float = INIT_SCALE,
+                 scale_factor: float = 2.0, scale_window: int = 2000,
+                 min_loss_scale: float | None = None, max_loss_scale: float = MAX_SCALE) -> None:
+        self.dynamic = loss_scale == "dynamic"
+        self.scale = min(max_loss_scale, init_scale) if self.dynamic else float(loss_scale)
+        self.factor, self.window = scale_factor, scale_window
+        self.min_scale, self.max_scale = min_loss_scale, max_loss_scale
+        self.clean = 0
+
+    def update(self, overflow: bool) -> None:
+        if not self.dynamic:
+            return
+        if overflow:
+            self.scale /= self.factor
+            if self.min_scale is not None:
+                self.scale = max(self.min_scale, self.scale)
+            self.clean = 0
+            return
+        self.clean += 1
+        if self.clean == self.window:
+            self.scale, self.clean = min(self.max_scale, self.scale * self.factor), 0
+
+
 def loss_scaler_run(config: dict[str, Any], overflows: list[bool]) -> list[float]:
-    """APEX's LossScaler: the scale after each update."""
-    dynamic = config["loss_scale"] == "dynamic"
-    max_scale = config.get("max_loss_scale", MAX_SCALE)
-    scale = min(max_scale, config.get("init_scale", INIT_SCALE)) if dynamic else float(
-        config["loss_scale"])
-    factor, window = config.get("scale_factor", 2.0), config.get("scale_window", 2000)
-    min_scale = config.get("min_loss_scale")
-    clean = 0
-    seen = [scale]
+    """The scale of ``LossScaler(**config)`` at the start and after each update."""
+    scaler = ApexScaler(**config)
+    seen = [scaler.scale]
     for overflow in overflows:
-        if dynamic and overflow:
-            scale /= factor
-            scale = scale if min_scale is None else max(min_scale, scale)
-            clean = 0
-        elif dynamic:
-            clean += 1
-            if clean == window:
-                scale, clean = min(max_scale, scale * factor), 0
-        seen.append(scale)
+        scaler.update(overflow)
+        seen.append(scaler.scale)
     return seen
 
 
@@ -72,9 +85,10 @@ def train_run(level: str, weights: dict[str, Any], batches: list[Any],
     params = [p.requires_grad_() for p in params]
     held = [p.detach().float().requires_grad_() for p in params] if master else params
     compute = torch.float16 if level == "O1" else params[0].dtype
-    scale, clean = (INIT_SCALE if dynamic else 1.0), 0
+    scaler = ApexScaler("dynamic" if dynamic else 1.0)
     records = []
     for x, y in batches:
+        scale = scaler.scale
         out = _forward(params, torch.tensor(np.asarray(x)).to(compute)).float()
         loss = ((out - torch.tensor(np.asarray(y)).float()) ** 2).mean()
         (loss * scale).backward()
@@ -104,12 +118,7 @@ def train_run(level: str, weights: dict[str, Any], batches: list[Any],
             "params": [p.detach().numpy().copy() for p in params],
             "optimizer_values": [h.detach().numpy().copy() for h in held],
         })
-        if dynamic and overflow:
-            scale, clean = scale / 2.0, 0
-        elif dynamic:
-            clean += 1
-            if clean == 2000:
-                scale, clean = min(MAX_SCALE, scale * 2.0), 0
+        scaler.update(overflow)
         for p in params + held:
             p.grad = None
     return records

@@ -103,6 +103,14 @@ MUTANTS = [
         why="a rule for the class wins over a rule for that very module",
     ),
     Mutant(
+        id="layerwise-accepts-o2",
+        task="4.5",
+        file=LAYERWISE,
+        find="        if level not in LAYER_LEVELS:\n",
+        replace="        if level not in LAYER_LEVELS + ('O2',):\n",
+        why="a per-layer O2 is accepted, though no optimizer will hold its master weights",
+    ),
+    Mutant(
         id="layerwise-o0-under-outer-autocast",
         task="4.5",
         file=LAYERWISE,

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import BackwardNode, Function
 from ..autograd.grad_mode import no_grad
+from ..ops.conversion import to_dtype
 from ..tensor import Tensor
 from .autocast_mode import autocast
 from .grad_scaler import _MulByScale
@@ -68,31 +68,11 @@ OPT_LEVELS = {
 }
 
 
-class Cast(Function):
-    """``a`` cast to ``dtype``, gradient cast back. Given code, so that opt levels do not
-    depend on the casts of task 4.1."""
-
-    opmath = False
-
-    @staticmethod
-    def forward(ctx: BackwardNode, a: Tensor, dtype: np.dtype) -> np.ndarray:
-        ctx.input_dtype = a.data.dtype
-        with np.errstate(over="ignore"):
-            return a.data.astype(dtype)
-
-    @staticmethod
-    def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, None]:
-        with np.errstate(over="ignore"):
-            return grad.astype(ctx.input_dtype), None
-
-
 def cast_floats(value: Any, dtype: np.dtype) -> Any:
     """``value`` with every floating point tensor in it (also inside lists, tuples and
     dicts) cast to ``dtype``; anything else as it is."""
     if isinstance(value, Tensor):
-        if value.data.dtype.kind == "f" and value.data.dtype != dtype:
-            return Cast.apply(value, dtype)
-        return value
+        return to_dtype(value, dtype) if value.data.dtype.kind == "f" else value
     if isinstance(value, (list, tuple)):
         return type(value)(cast_floats(v, dtype) for v in value)
     if isinstance(value, dict):
