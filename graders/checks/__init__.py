@@ -1,5 +1,19 @@
 """Comparisons that turn a mismatch into feedback a student can act on."""
 
-from .compare import TOLERANCES, assert_close, assert_equal, assert_raises_like, tolerance
+from .compare import (
+    TOLERANCES,
+    assert_close,
+    assert_conforms,
+    assert_equal,
+    assert_raises_like,
+    tolerance,
+)
 
-__all__ = ["TOLERANCES", "assert_close", "assert_equal", "assert_raises_like", "tolerance"]
+__all__ = [
+    "TOLERANCES",
+    "assert_close",
+    "assert_conforms",
+    "assert_equal",
+    "assert_raises_like",
+    "tolerance",
+]

@@ -140,3 +140,61 @@ def assert_raises_like(
             f"{what}: the {exc_type} message should say {missing[0]!r} (as PyTorch's does); "
             f"got: {message}{footer}"
         )
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, bool):
+        return "a bool"
+    if isinstance(x, (int, float, np.number)):
+        return "a number"
+    if isinstance(x, str):
+        return "a string"
+    if isinstance(x, np.ndarray):
+        return f"an array of shape {tuple(x.shape)}"
+    if isinstance(x, (list, tuple)):
+        return f"a sequence of {len(x)}"
+    if isinstance(x, dict):
+        return f"a mapping with keys {sorted(x)}"
+    return f"a {type(x).__module__}.{type(x).__qualname__}" if x is not None else "None"
+
+
+def assert_conforms(got: Any, expected: Any, *, what: str = "the observation") -> None:
+    """Fail unless ``got`` has the structure of ``expected`` before any value is compared:
+    sequences of the same length (lists and tuples alike), mappings with at least the
+    expected keys, arrays of the same shape, bools, numbers and strings where those are
+    expected. ``None`` in ``expected`` accepts anything (the comparison that follows
+    decides). An empty or short answer from the worker can then never pass vacuously."""
+
+    def walk(g: Any, e: Any, path: str) -> None:
+        where = f"{what}{path}"
+        if e is None:
+            return
+        if isinstance(e, dict):
+            if not isinstance(g, dict):
+                raise AssertionError(f"{where}: malformed answer: got {_kind(g)}, "
+                                     f"expected {_kind(e)}")
+            missing = [k for k in e if k not in g]
+            if missing:
+                raise AssertionError(f"{where}: malformed answer: keys {missing} are missing")
+            for key, value in e.items():
+                walk(g[key], value, f"{path}[{key!r}]")
+        elif isinstance(e, (list, tuple)):
+            if not isinstance(g, (list, tuple)) or len(g) != len(e):
+                raise AssertionError(f"{where}: malformed answer: got {_kind(g)}, "
+                                     f"expected {_kind(e)}")
+            for i, (gi, ei) in enumerate(zip(g, e)):
+                walk(gi, ei, f"{path}[{i}]")
+        elif isinstance(e, np.ndarray):
+            if not isinstance(g, np.ndarray) or g.shape != e.shape:
+                raise AssertionError(f"{where}: got {_kind(g)}, expected {_kind(e)}")
+        elif isinstance(e, bool):
+            if not isinstance(g, (bool, np.bool_)):
+                raise AssertionError(f"{where}: malformed answer: got {_kind(g)}, expected a bool")
+        elif isinstance(e, (int, float, np.number)):
+            if isinstance(g, (bool, np.bool_)) or not isinstance(g, (int, float, np.number)):
+                raise AssertionError(f"{where}: malformed answer: got {_kind(g)}, "
+                                     "expected a number")
+        elif isinstance(e, str) and not isinstance(g, str):
+            raise AssertionError(f"{where}: malformed answer: got {_kind(g)}, expected a string")
+
+    walk(got, expected, "")
