@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     _finish(box, guard)
     score = build_score(str(submission), tasks, results, duration=time.perf_counter() - start,
                         **common)
+    score.environment["sandbox"] = box.describe() if box is not None else "none (in-process)"
     failures = _write(out, score, box)
     print(render(score, verbose=args.verbose))
     if failures:

@@ -867,6 +867,13 @@ class Sandbox:
         if package.is_dir():
             _copy_package(package, self.staged / "tinytrain", owner=None)
 
+    def describe(self) -> str:
+        """One line for score.json's environment: who ran the worker, with what."""
+        if self.user is not None:
+            return (f"root: worker user {self.user.name} (uid {self.user.uid}), its own "
+                    f"environment {self.env.path if self.env else '?'}")
+        return "normal user: the worker runs as the grader's user (a fault boundary only)"
+
     # ----- workers
     def new_scratch(self) -> tuple[Path, Path]:
         """A fresh private folder for one worker (its home, temporary files and working
