@@ -34,7 +34,11 @@ def attack(cfg: dict[str, Any]) -> None:
     wanted = set(cfg["attacks"])
 
     def say(name: str, held: bool, detail: object = "") -> None:
-        print(f"A:{name}:{'held' if held else 'BROKE'}:{str(detail)[:50]}", flush=True)
+        line = f"A:{name}:{'held' if held else 'BROKE'}:{str(detail)[:50]}"
+        print(line, flush=True)
+        if cfg.get("report_file"):  # in the grader's process (the control), prints are lost
+            with open(cfg["report_file"], "a") as f:
+                f.write(line + "\n")
 
     def run(name: str, fn: Any) -> None:
         """fn returns evidence (truthy) when the attack worked, raises or returns a false
@@ -51,11 +55,13 @@ def attack(cfg: dict[str, Any]) -> None:
     # ----- torch, by every route ---------------------------------------------------
     def fresh_path() -> Any:
         saved = (list(sys.meta_path), list(sys.path))
+        modules = {m: v for m, v in sys.modules.items() if m.partition(".")[0] == "torch"}
 
         def restore() -> None:
             sys.meta_path[:], sys.path[:] = saved
-            for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")]:
-                del sys.modules[name]
+            for name in [m for m in sys.modules if m.partition(".")[0] == "torch"]:
+                if name not in modules:
+                    del sys.modules[name]
         return restore
 
     def without_blocker() -> None:
@@ -177,6 +183,8 @@ def attack(cfg: dict[str, Any]) -> None:
                 sh.copytree(cand, here, dirs_exist_ok=True)
                 with open(os.path.join(here, "__init__.py")) as f:
                     code = f.read()
+                for name in [m for m in sys.modules if m.startswith(__name__ + ".")]:
+                    del sys.modules[name]  # import the stolen modules, not the stubs
                 exec(compile(code, os.path.join(here, "__init__.py"), "exec"), globals())
                 return f"re-exported {cand}"
         return ""
@@ -389,12 +397,12 @@ def with_init(folder: Path, code: str) -> Path:
     return folder
 
 
-def reports(score: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    """{attack: (held or BROKE, detail)} from every test's output in ``score``, and
-    from the printed text (the in-process mode prints there)."""
+def reports(score: dict[str, Any], extra: str = "") -> dict[str, tuple[str, str]]:
+    """{attack: (held or BROKE, detail)} from every test's output in ``score`` (and from
+    ``extra``, a report file's text)."""
     found: dict[str, tuple[str, str]] = {}
     texts = [t.get("output", "") for task in score.get("tasks", []) for t in task["tests"]]
-    texts.append(score.get("_stdout", ""))
+    texts.append(extra)
     for text in texts:
         for line in text.splitlines():
             if line.startswith("A:"):

@@ -286,11 +286,12 @@ def test_the_attacks_work_without_the_sandbox(autograder):
     reach torch, the oracle and the solution: the attacks above are real."""
     sub, _ = fresh(autograder)
     attacks = ["torch-blocker-removed", "torch-own-finder", "oracle-import", "solution"]
-    hostile_submission(sub, attack_config(autograder, attacks))
+    report = autograder / "control.txt"
+    hostile_submission(sub, {**attack_config(autograder, attacks), "report_file": str(report)})
     score = grade_in(autograder, "--tasks", "1.1", "--no-sandbox")
-    found = reports(score)
+    found = reports(score, report.read_text() if report.exists() else "")
     assert {a: found.get(a, ("missing",))[0] for a in attacks} == dict.fromkeys(attacks, "BROKE"), \
-        score["_stdout"][-3000:]
+        (found, score["_stdout"][-3000:])
     assert score["score"] == 10  # the re-exported solution
 
 
@@ -319,23 +320,13 @@ def test_a_symbolic_link_in_the_submission_is_refused(autograder, where):
 
 BLOCKED_PIPE = """
 def _block_the_pipe():
-    import fcntl, json, os, struct, sys, threading, time
-    fd_in = int(sys.argv[sys.argv.index("--fd-in") + 1])
-    fd_out = int(sys.argv[sys.argv.index("--fd-out") + 1])
+    import builtins, fcntl, json, os, struct, sys, time  # tinytrain has its own int
+    fd_in = builtins.int(sys.argv[sys.argv.index("--fd-in") + 1])
+    fd_out = builtins.int(sys.argv[sys.argv.index("--fd-out") + 1])
     fcntl.fcntl(fd_in, 1031, 4096)  # F_SETPIPE_SZ: the smallest request pipe
-
-    def frame(body):
-        header = json.dumps({"body": body, "buffers": []}).encode()
-        return b"TTP1" + struct.pack("<Q", len(header)) + header
-
-    # answer for the worker without ever reading a request: hello, then errors, until
-    # the grader's requests fill the pipe
-    os.write(fd_out, frame({"ok": True, "value": {"tinytrain": __file__}}))
-    error = {"ok": False, "error": {"kind": "exception", "type": "RuntimeError",
-                                    "message": "no", "traceback": ""}}
-    while True:
-        os.write(fd_out, frame(error))
-        time.sleep(0.01)
+    header = json.dumps({"body": {"ok": True, "value": {}}, "buffers": []}).encode()
+    os.write(fd_out, b"TTP1" + struct.pack("<Q", len(header)) + header)  # hello answered
+    time.sleep(3600)  # and no request ever read
 
 
 _block_the_pipe()
@@ -343,8 +334,8 @@ _block_the_pipe()
 
 HUGE_FRAME = """
 def _huge_frame():
-    import json, os, struct, sys
-    fd_out = int(sys.argv[sys.argv.index("--fd-out") + 1])
+    import builtins, json, os, struct, sys  # tinytrain has its own int
+    fd_out = builtins.int(sys.argv[sys.argv.index("--fd-out") + 1])
     header = json.dumps({"body": {"$nd": 0, "dtype": "uint8", "shape": [1 << 30]},
                          "buffers": [1 << 30]}).encode()
     os.write(fd_out, b"TTP1" + struct.pack("<Q", len(header)) + header)
@@ -360,19 +351,22 @@ _huge_frame()
 @pytest.mark.parametrize(("name", "code", "status", "message"), [
     ("blocked-pipe", BLOCKED_PIPE, "timeout", "took no request"),
     ("huge-frame", HUGE_FRAME, "error", "message too large"),
-])
+], ids=["blocked-pipe", "huge-frame"])
 def test_a_worker_that_blocks_or_floods_the_pipes(autograder, name, code, status, message):
-    """The request pipe shrunk and never read (the grader's write meets its deadline), or
-    a frame announcing 1 GiB (cut off after its header). The secret seed given in the
-    environment reaches neither the worker nor its output."""
+    """The request pipe shrunk to a page and never read: the grader's write of a larger
+    request (task 5.10 sends a 0.3 MB array) meets its deadline. A frame announcing 1 GiB:
+    cut off after its header. The secret seed given in the environment reaches neither the
+    worker nor its output."""
     sub, out = fresh(autograder)
     with_init(sub, code)
-    score = grade_in(autograder, "--tasks", "1.1", env={"TINYTRAIN_GRADER_SEED": "5550123"})
+    # a budget: every test of the blocked pipe costs one call deadline (5 s)
+    score = grade_in(autograder, "--tasks", "5.10", "--budget", "30",
+                     env={"TINYTRAIN_GRADER_SEED": "5550123"})
     assert score["_exit"] == 0, score["_stderr"]
     assert score["score"] == 0
     tests = score["tasks"][0]["tests"]
-    assert {t["status"] for t in tests} == {status}, tests
-    assert all(message in t["message"] for t in tests), tests
+    assert {t["status"] for t in tests} <= {status, "timeout"}, tests
+    assert message in tests[0]["message"], tests[0]
     assert score["seed"] == 5550123
     assert "5550123" not in (out / "results.json").read_text()
     assert_own_files(out, score)
