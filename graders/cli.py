@@ -173,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
     box: Sandbox | None = None
+    stderr = os.dup(2)  # pytest captures fd 2 while a test runs
 
     def stop(signum: int, frame: Any) -> None:
         """SIGTERM/SIGHUP: nothing of the submission outlives the grader, and the score
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                 box.close()
             guard.kill_descendants()
             message = f"grading was stopped by {signal.Signals(signum).name} before it finished"
-            print(f"tinytrain-grade: {message}", file=sys.stderr)
+            os.write(stderr, f"tinytrain-grade: {message}\n".encode())
             _write(out, error_score(str(submission), tasks, message, **common))
             if box is not None:
                 box.restore_out()

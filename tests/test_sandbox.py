@@ -360,7 +360,7 @@ def test_a_worker_that_blocks_or_floods_the_pipes(autograder, name, code, status
     sub, out = fresh(autograder)
     with_init(sub, code)
     # a budget: every test of the blocked pipe costs one call deadline (5 s)
-    score = grade_in(autograder, "--tasks", "5.10", "--budget", "30",
+    score = grade_in(autograder, "--tasks", "5.10", "--budget", "60",
                      env={"TINYTRAIN_GRADER_SEED": "5550123"})
     assert score["_exit"] == 0, score["_stderr"]
     assert score["score"] == 0
