@@ -222,6 +222,10 @@ def attack(cfg: dict[str, Any]) -> None:
     def listing(path: str) -> Any:
         return lambda: f"listed {os.listdir(path)[:3]}"
 
+    if "environment" in wanted:  # what the worker was started with
+        print("ENVKEYS " + ",".join(sorted(os.environ)), flush=True)
+        print("SYSPATH " + "|".join(sys.path), flush=True)
+        print("ARGV " + " ".join(sys.argv), flush=True)
     run("seed-env", seed_env)
     run("seed-proc", seed_proc)
     if cfg.get("seed_file"):

@@ -179,6 +179,10 @@ EVERY_ATTACK = [
     "rlimit-nproc", "memory", "big-file", "network", "daemon", "ptrace", "forge",
     "score-dir", "fork-many", "signal-SIGSTOP", "signal-SIGTERM", "signal-SIGKILL",
 ]
+# all a worker finds in its environment
+WORKER_VARIABLES = {"PATH", "HOME", "TMPDIR", "LANG", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
+                    "PYTHONUNBUFFERED", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "MKL_NUM_THREADS", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET"}
 
 
 def attack_config(autograder: Path, attacks: list[str], port: int = 0) -> dict[str, Any]:
@@ -219,7 +223,7 @@ def test_every_attack_is_held_as_root(autograder, listener):
     folder holds, before grading, a folder, an immutable file and a link where the score
     files go."""
     sub, out = fresh(autograder)
-    hostile_submission(sub, attack_config(autograder, EVERY_ATTACK, listener))
+    hostile_submission(sub, attack_config(autograder, [*EVERY_ATTACK, "environment"], listener))
     canary = autograder / "canary.txt"
     canary.write_text("untouched\n")
     (out / "score.json").mkdir()
@@ -230,8 +234,7 @@ def test_every_attack_is_held_as_root(autograder, listener):
                                capture_output=True).returncode == 0
     (out / "classroom.json").symlink_to(canary)
     source_before = tree_digest(autograder / "source")
-    env, _ = sandbox.worker_env(root_mode=True)
-    env_before = env_listing(env.path)
+    env_before = env_listing(sandbox.worker_env(root_mode=True)[0].path)
 
     score = grade_in(autograder, "--tasks", "1.1", "--seed-file",
                      str(autograder / "source" / "seed.txt"))
@@ -265,6 +268,17 @@ def test_every_attack_is_held_as_root(autograder, listener):
     forks = lines_with(score, "FORKS")
     assert forks and int(forks[0].split()[1]) < NPROC, forks
     assert lines_with(score, "DAEMON")
+    # the worker's environment: minimal, a path of the worker environment and the
+    # standard library only, no seed on its command line
+    env, _ = sandbox.worker_env(root_mode=True)
+    keys = set(lines_with(score, "ENVKEYS")[0].split()[1].split(","))
+    assert keys <= WORKER_VARIABLES, keys - WORKER_VARIABLES
+    path = lines_with(score, "SYSPATH")[0].split(" ", 1)[1].split("|")
+    scratch = str(sandbox.STATE_ROOT / "run")
+    assert str(env.site) in path, path
+    assert all(p.startswith((str(env.path), scratch)) for p in path), path
+    assert not any("site-packages" in p for p in path), path
+    assert "seed" not in lines_with(score, "ARGV")[0].lower()
     # the seed: nowhere a student sees, and not in the worker's environment
     for name in ("results.json", "classroom.json"):
         assert "918273645" not in (out / name).read_text()
