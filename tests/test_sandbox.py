@@ -198,8 +198,10 @@ def attack_config(autograder: Path, attacks: list[str], port: int = 0) -> dict[s
         "lib_dirs": [sysconfig.get_config_var("LIBDIR")],
         "pythons": [p for p in (python, "/usr/bin/python3", "/usr/local/bin/python3")
                     if os.path.exists(p)],
-        "sources": [str(source), str(ROOT)],
-        "solutions": [str(source / "reference" / "tinytrain"), str(REFERENCE / "tinytrain")],
+        # the grader's install and the solution beside it (another copy elsewhere on the
+        # machine is not the grader's to know of)
+        "sources": [str(source)],
+        "solutions": [str(source / "reference" / "tinytrain")],
         "out": str(autograder / "results"),
         "submission": str(autograder / "submission"),
         "seed_file": str(source / "seed.txt"),

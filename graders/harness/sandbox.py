@@ -653,6 +653,7 @@ def sensitive_paths(submission: Path | None = None, out: Path | None = None,
     install = GRADERS_DIR.parent
     checkout = any((install / marker).exists() for marker in ("reference", "pyproject.toml", ".git"))
     paths.append(install if checkout else GRADERS_DIR)
+    paths.append(Path("/autograder/source"))  # Gradescope's copy of the autograder zip
     paths += [p for p in (submission, out, *secrets) if p is not None]
     unique: list[Path] = []
     for path in paths:
@@ -810,7 +811,7 @@ class Sandbox:
         self.staged: Path | None = None
         self.namespaces = self.root_mode
         self._count = 0
-        self._out_mode: int | None = None
+        self._out_mode: tuple[int, int, int] | None = None
         self.notes: list[str] = []
 
     # ----- setting up
@@ -840,7 +841,7 @@ class Sandbox:
         if self.out is not None:  # the output folder: root's alone while grading
             self.out.mkdir(parents=True, exist_ok=True)
             st = os.stat(self.out)
-            self._out_mode = stat.S_IMODE(st.st_mode)
+            self._out_mode = (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
             os.chown(self.out, 0, 0)
             os.chmod(self.out, 0o700)
         locked = lock_down(self.user, self.env,
@@ -950,8 +951,10 @@ class Sandbox:
     def restore_out(self) -> None:
         """Give the output folder back its mode (after the score files are written)."""
         if self.out is not None and self._out_mode is not None:
+            mode, uid, gid = self._out_mode
             with contextlib.suppress(OSError):
-                os.chmod(self.out, self._out_mode)
+                os.chown(self.out, uid, gid)
+                os.chmod(self.out, mode)
 
 
 class SubmissionRefused(Exception):
