@@ -812,7 +812,6 @@ class Sandbox:
         self.namespaces = self.root_mode
         self._count = 0
         self._out_mode: tuple[int, int, int] | None = None
-        self.notes: list[str] = []
 
     # ----- setting up
     def open(self) -> Sandbox:
