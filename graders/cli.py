@@ -6,6 +6,7 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -19,6 +20,7 @@ from .report import Score, build_score, error_score
 from .report.classroom import classroom_json
 from .report.console import render
 from .report.gradescope import results_json
+from .runner import run as run_module
 from .runner.run import GradingError, run_suites, sandbox_limits
 
 EXIT_GRADED = 0
@@ -184,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             if box is not None:
                 box.close()
             guard.kill_descendants()
+            for folder in run_module.SCRATCH:
+                shutil.rmtree(folder, ignore_errors=True)
             message = f"grading was stopped by {signal.Signals(signum).name} before it finished"
             os.write(stderr, f"tinytrain-grade: {message}\n".encode())
             _write(out, error_score(str(submission), tasks, message, **common))

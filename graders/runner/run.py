@@ -17,6 +17,7 @@ from .plugin import GradingPlugin
 from .results import TestResult
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
+SCRATCH: list[str] = []  # Hypothesis's folders of gradings under way
 
 
 class GradingError(Exception):
@@ -71,6 +72,7 @@ def run_suites(
     )
     try:
         with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
+            SCRATCH.append(scratch)  # for a grader stopped by a signal to remove
             os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch
             os.environ["TINYTRAIN_GRADER_PROFILE"] = profile
             os.environ["TINYTRAIN_GRADER_SHRINK"] = "1" if shrink else "0"
