@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import shutil
+import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from . import rubric as rubric_module
+from .harness import sandbox as sandbox_module
+from .harness.sandbox import ProcessGuard, Sandbox, SandboxError, SubmissionRefused
 from .report import Score, build_score, error_score
 from .report.classroom import classroom_json
 from .report.console import render
 from .report.gradescope import results_json
-from .runner.run import GradingError, run_suites
+from .runner import run as run_module
+from .runner.run import GradingError, run_suites, sandbox_limits
 
 EXIT_GRADED = 0
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+SEED_VARIABLE = "TINYTRAIN_GRADER_SEED"
+_PR_SET_DUMPABLE = 4
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -26,12 +35,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="tinytrain-grade",
         description="Grade a tinytrain submission against PyTorch.",
     )
-    parser.add_argument("submission", help="folder that contains the tinytrain/ package")
+    parser.add_argument("submission", nargs="?", help="folder that contains the tinytrain/ package")
     parser.add_argument("--out", default=".",
                         help="folder for score.json, results.json (Gradescope) and "
                              "classroom.json (GitHub Classroom)")
     parser.add_argument("--tasks", help="only these tasks or assignments, e.g. 1.2,1.3 or 2")
-    parser.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="Hypothesis seed (default 0); visible to every user of the "
+                             "machine: give a secret seed with --seed-file or the "
+                             f"{SEED_VARIABLE} environment variable")
+    parser.add_argument("--seed-file", type=Path, default=None,
+                        help="read the Hypothesis seed from this file (a secret seed)")
     parser.add_argument("--profile", choices=["quick", "default", "thorough"], default="default",
                         help="how many random examples each property test draws: quick (a "
                              "third, for fast feedback), default (used for grades), thorough "
@@ -39,54 +53,206 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-shrink", action="store_true",
                         help="report the first failing example found instead of shrinking it "
                              "to a minimal one: the same scores, faster on failing code")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds for the whole grading (default: the rubric's "
+                             "grading_budget_s); tests not begun by then are timeouts")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run the submission in this process (for debugging with pdb)")
+    parser.add_argument("--prepare-sandbox", action="store_true",
+                        help="create the worker user (as root) and build the worker "
+                             "environment, then exit (for an image's set-up step)")
     parser.add_argument("--verbose", action="store_true", help="show every failing test")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.submission is None and not args.prepare_sandbox:
+        parser.error("the following arguments are required: submission")
+    return args
 
 
-def write_outputs(out: Path, score: Score) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"score.json": score.to_json(), "results.json": results_json(score),
-             "classroom.json": classroom_json(score)}
-    for name, payload in files.items():
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
-        os.replace(tmp, out / name)
+def write_outputs(out: Path, score: Score) -> list[str]:
+    """Write score.json, results.json and classroom.json into ``out``, replacing whatever
+    is at their place (a folder, a read-only or immutable file, a symbolic link: never
+    followed); each is written even if another fails. Returns the failures."""
+    builders = {"score.json": score.to_json, "results.json": lambda: results_json(score),
+                "classroom.json": lambda: classroom_json(score)}
+    failures = []
+    try:
+        dir_fd = sandbox_module.open_out_dir(out)
+    except OSError as exc:
+        return [f"{out}: {exc}"]
+    try:
+        for name, build in builders.items():
+            try:
+                data = (json.dumps(build(), indent=2, sort_keys=False) + "\n").encode()
+                sandbox_module.replace_file(dir_fd, name, data)
+            except Exception as exc:  # noqa: BLE001 - the other files must still be written
+                failures.append(f"{name}: {type(exc).__name__}: {exc}")
+    finally:
+        os.close(dir_fd)
+    return failures
+
+
+def read_seed(args: argparse.Namespace) -> tuple[int, list[Path]]:
+    """The seed and the secret files it came from. A seed comes from one place only:
+    ``--seed``, ``--seed-file`` or the environment variable (removed from this process's
+    environment once read, so nothing started later inherits it)."""
+    secret = os.environ.pop(SEED_VARIABLE, None)
+    given = [name for name, value in (("--seed", args.seed), ("--seed-file", args.seed_file),
+                                      (SEED_VARIABLE, secret)) if value is not None]
+    if len(given) > 1:
+        raise ValueError(f"give the seed in one way only, not {' and '.join(given)}")
+    if args.seed_file is not None:
+        try:
+            text = args.seed_file.read_text()
+        except OSError as exc:
+            raise ValueError(f"cannot read the seed file {str(args.seed_file)!r}: "
+                             f"{exc.strerror}") from None
+        return _parse_seed(text, "the seed file"), [args.seed_file]
+    if secret is not None:
+        return _parse_seed(secret, SEED_VARIABLE), []
+    return (args.seed if args.seed is not None else 0), []
+
+
+def _parse_seed(text: str, where: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"{where} must hold an integer") from None
+
+
+def prepare_sandbox() -> int:
+    """``--prepare-sandbox``: the worker user and environment, made ahead of grading."""
+    start = time.perf_counter()
+    try:
+        if sandbox_module.is_root():
+            user, created = sandbox_module.acquire_user()
+            print(f"worker user {user.name} (uid {user.uid}, gid {user.gid}): "
+                  f"{'created' if created else 'exists'}")
+        env, built = sandbox_module.worker_env(root_mode=sandbox_module.is_root())
+        size = sandbox_module.env_size(env.path) / 1e6
+        print(f"worker environment {env.path}: {'built' if built else 'already built'} "
+              f"({size:.0f} MB of files, interpreter {env.python}) in "
+              f"{time.perf_counter() - start:.1f} s")
+        if sandbox_module.is_root():
+            paths = sandbox_module.sensitive_paths()
+            locked = sandbox_module.lock_down(user, env, paths)
+            print("made unreadable to the worker user: " + (", ".join(locked) or "nothing needed it"))
+            print("checked unreadable to the worker user: " + ", ".join(map(str, paths)))
+            user.release()
+        else:
+            print("not root: no worker user (the worker will run as you; see README)")
+    except SandboxError as exc:
+        print(f"tinytrain-grade: error: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    return EXIT_GRADED
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    out = Path(args.out)
+    if args.prepare_sandbox:
+        return prepare_sandbox()
+    started = time.monotonic()
+    # the grader reaps its orphans (daemons the submission starts end up as our children)
+    # and its /proc files (environment, memory) are closed to processes of its own user
+    guard = ProcessGuard()
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    out = Path(os.path.realpath(args.out))
     rubric = rubric_module.load()
+    submission = Path(args.submission)
     try:
         tasks = rubric.select(args.tasks)
+        seed, secrets = read_seed(args)
     except ValueError as exc:
         print(f"tinytrain-grade: error: {exc}", file=sys.stderr)
+        _write(out, error_score(str(submission), rubric.tasks, str(exc), seed=0,
+                                profile=args.profile, sandbox=not args.no_sandbox))
         return EXIT_USAGE
-    submission = Path(args.submission)
-    common = dict(seed=args.seed, profile=args.profile, sandbox=not args.no_sandbox)
+    common: dict[str, Any] = dict(seed=seed, profile=args.profile, sandbox=not args.no_sandbox)
+    budget = args.budget if args.budget is not None else rubric.limits.grading_budget_s
     problem = _check_folder(submission)
     if problem:
         print(f"tinytrain-grade: error: {problem}", file=sys.stderr)
-        write_outputs(out, error_score(str(submission), tasks, problem, **common))
+        _write(out, error_score(str(submission), tasks, problem, **common))
         return EXIT_USAGE
+
+    box: Sandbox | None = None
+    stderr = os.dup(2)  # pytest captures fd 2 while a test runs
+
+    def stop(signum: int, frame: Any) -> None:
+        """SIGTERM/SIGHUP: nothing of the submission outlives the grader, and the score
+        files say grading did not finish."""
+        signal.signal(signum, signal.SIG_IGN)
+        code = EXIT_INTERNAL
+        try:
+            if box is not None:
+                box.close()
+            guard.kill_descendants()
+            for folder in run_module.SCRATCH:
+                shutil.rmtree(folder, ignore_errors=True)
+            message = f"grading was stopped by {signal.Signals(signum).name} before it finished"
+            os.write(stderr, f"tinytrain-grade: {message}\n".encode())
+            _write(out, error_score(str(submission), tasks, message, **common))
+            if box is not None:
+                box.restore_out()
+        finally:
+            os._exit(code)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
     start = time.perf_counter()
     try:
-        results = run_suites(submission.resolve(), rubric, tasks, seed=args.seed,
-                             sandbox=not args.no_sandbox, profile=args.profile,
-                             shrink=not args.no_shrink)
-    except GradingError as exc:
+        if not args.no_sandbox:
+            box = Sandbox(submission, out, secrets=secrets,
+                          limits=sandbox_limits(rubric.limits), guard=guard)
+            box.open()
+        else:
+            refused = sandbox_module.check_submission(Path(os.path.realpath(submission)))
+            if refused:
+                raise SubmissionRefused(refused)
+        results = run_suites(Path(os.path.realpath(submission)), rubric, tasks, seed=seed,
+                             sandbox=box if box is not None else False, profile=args.profile,
+                             shrink=not args.no_shrink, deadline=started + budget,
+                             budget_s=budget)
+    except SubmissionRefused as exc:
+        message = f"submission refused: {exc}"
+        print(f"tinytrain-grade: error: {message}", file=sys.stderr)
+        _finish(box, guard)
+        _write(out, error_score(str(submission), tasks, message, **common), box)
+        return EXIT_USAGE
+    except (GradingError, SandboxError) as exc:
         message = f"internal grader error: {exc}"
         print(f"tinytrain-grade: {message}", file=sys.stderr)
-        write_outputs(out, error_score(str(submission), tasks, message, **common))
+        _finish(box, guard)
+        _write(out, error_score(str(submission), tasks, message, **common), box)
         return EXIT_INTERNAL
+    except BaseException:
+        _finish(box, guard)
+        raise
+    # every process of the submission is gone before a score is written
+    _finish(box, guard)
     score = build_score(str(submission), tasks, results, duration=time.perf_counter() - start,
                         **common)
-    write_outputs(out, score)
+    score.environment["sandbox"] = box.describe() if box is not None else "none (in-process)"
+    failures = _write(out, score, box)
     print(render(score, verbose=args.verbose))
+    if failures:
+        return EXIT_INTERNAL
     print(f"\nwrote score.json, results.json and classroom.json to {out}")
     return EXIT_GRADED
+
+
+def _finish(box: Sandbox | None, guard: ProcessGuard) -> None:
+    if box is not None:
+        box.close()
+    guard.kill_descendants()
+
+
+def _write(out: Path, score: Score, box: Sandbox | None = None) -> list[str]:
+    failures = write_outputs(out, score)
+    if box is not None:
+        box.restore_out()
+    for failure in failures:
+        print(f"tinytrain-grade: could not write {failure}", file=sys.stderr)
+    return failures
 
 
 def _check_folder(submission: Path) -> str | None:

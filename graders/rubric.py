@@ -32,7 +32,11 @@ class Limits:
     call_timeout_s: float = 5.0
     test_budget_s: float = 60.0
     start_timeout_s: float = 30.0
+    grading_budget_s: float = 540.0
     memory_mb: int = 4096
+    file_mb: int = 256
+    nproc: int = 256
+    nofile: int = 1024
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,9 @@ def _recording_copy(folder):
 
 
 def test_regrade_is_identical_and_the_seed_and_profile_change_the_examples(tmp_path):
+    # in-process (--no-sandbox): the recorder writes next to the submission, which a
+    # sandboxed worker cannot (it runs on a private copy, as root under its own user);
+    # the examples are drawn by Hypothesis in the grader either way
     drawn = {}
     # b and c as in CI, where Hypothesis would load its derandomizing "ci" profile
     ci = {"CI": "true", "GITHUB_ACTIONS": "true"}
@@ -117,7 +120,7 @@ def test_regrade_is_identical_and_the_seed_and_profile_change_the_examples(tmp_p
     for run, seed, profile, env in runs:
         submission = _recording_copy(tmp_path / f"sub-{run}")
         score = grade(submission, tmp_path / f"out-{run}", "--tasks", "1.2", "--seed", seed,
-                      "--profile", profile, env=env)
+                      "--profile", profile, "--no-sandbox", env=env)
         assert score["score"] == score["max_score"], score["_stderr"]
         drawn[run] = (submission / "drawn.txt").read_text()
     assert drawn["a"].count("\n") > 50, "the recorder saw too few tensors to tell the runs apart"

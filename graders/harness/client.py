@@ -7,12 +7,11 @@ debugging with pdb). Both return plain observations or raise a ``ProbeOutcome``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,8 +27,7 @@ from .errors import (
     SubmissionRaised,
     WorkerCrashed,
 )
-
-GRADERS_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds graders/
+from .sandbox import Sandbox
 
 
 def outcome_from_error(error: dict[str, Any]) -> ProbeOutcome:
@@ -50,7 +48,8 @@ def outcome_from_error(error: dict[str, Any]) -> ProbeOutcome:
 
 
 def hang_site(dump: str, submission: Path) -> str:
-    """The submission's frames in a faulthandler dump: where the code was stuck."""
+    """The submission's frames in a faulthandler dump: where the code was stuck
+    (``submission`` is the folder holding the worker's copy of ``tinytrain/``)."""
     root = str(submission)
     frames = []
     for line in dump.splitlines():
@@ -117,43 +116,47 @@ class OutputCapture:
 
 
 class _Worker:
-    """One worker process and its pipes."""
+    """One worker process and its pipes, in a fresh scratch folder of the sandbox."""
 
-    def __init__(self, submission: Path, memory_mb: int, output_cap: int) -> None:
+    def __init__(self, sandbox: Sandbox, output_cap: int) -> None:
+        self.sandbox = sandbox
+        self.scratch, self.submission = sandbox.new_scratch()
         to_worker_r, self.to_worker = os.pipe()
         self.from_worker, from_worker_w = os.pipe()
-        self.workdir = tempfile.TemporaryDirectory(prefix="tinytrain-worker-")
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(GRADERS_ROOT),
-            "PYTHONHASHSEED": "0",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONUNBUFFERED": "1",
-            "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
-        cmd = [
-            sys.executable, "-s", "-m", "graders.harness.worker",
-            "--fd-in", str(to_worker_r), "--fd-out", str(from_worker_w),
-            "--memory-mb", str(memory_mb), str(submission),
-        ]
+        # the grader never blocks on a write: a worker that stops reading meets the deadline
+        fcntl.fcntl(self.to_worker, fcntl.F_SETFL,
+                    fcntl.fcntl(self.to_worker, fcntl.F_GETFL) | os.O_NONBLOCK)
+        cmd, env = sandbox.worker_command(to_worker_r, from_worker_w, self.scratch,
+                                          self.submission)
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             pass_fds=(to_worker_r, from_worker_w),
-            cwd=self.workdir.name,
+            cwd=self.scratch,
             env=env,
             start_new_session=True,
         )
+        sandbox.guard.own_children.add(self.proc.pid)
         os.close(to_worker_r)
         os.close(from_worker_w)
         self.capture = OutputCapture(self.proc.stdout, output_cap)
 
-    def send(self, message: dict[str, Any]) -> None:
-        protocol.write_message(self.to_worker, message)
+    def send(self, message: dict[str, Any], deadline: float) -> None:
+        """Write a whole request before ``deadline`` (TimeoutError otherwise)."""
+        data = memoryview(protocol.encode(message))
+        while data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            _, ready, _ = select.select([], [self.to_worker], [], remaining)
+            if not ready:
+                raise TimeoutError
+            try:
+                data = data[os.write(self.to_worker, data):]
+            except BlockingIOError:
+                continue
 
     def receive(self, deadline: float) -> Any:
         def read(fd: int, n: int) -> bytes:
@@ -184,19 +187,25 @@ class _Worker:
         return self.capture.take()
 
     def kill(self) -> None:
+        for kill in (os.kill, os.killpg):  # the worker, and its group if it kept it
+            try:
+                kill(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # it left its process group: kill it by pid
+            self.proc.kill()
+            self.proc.wait()
+        self.sandbox.guard.own_children.discard(self.proc.pid)
         self.capture.join(1.0)
         self.close_fds()
 
     def stop(self) -> None:
         try:
-            self.send({"cmd": "exit"})
+            self.send({"cmd": "exit"}, time.monotonic() + 2)
             self.proc.wait(timeout=2)
-        except (OSError, subprocess.TimeoutExpired):
+        except (OSError, TimeoutError, subprocess.TimeoutExpired):
             pass
         self.kill()
 
@@ -208,7 +217,7 @@ class _Worker:
                 pass
         if self.proc.stdout:
             self.proc.stdout.close()
-        self.workdir.cleanup()
+        self.sandbox.remove_scratch(self.scratch)
 
     def exit_description(self) -> str:
         code = self.proc.wait()
@@ -219,26 +228,33 @@ class _Worker:
         return f"exited with code {code}"
 
 
+class _SendTimeout(TimeoutError):
+    """The worker did not take a request before the deadline (it stopped reading)."""
+
+
 class SandboxClient:
     """Runs probes in a sandboxed worker process.
 
-    Every call has a deadline (``call_timeout``) and every test a time budget
-    (``begin_test``). After a timeout or a crash the worker is killed, the rest of that
-    test fails fast with the same reason, and the next test gets a fresh worker.
+    Every call has a deadline (``call_timeout``), on sending the request and on reading
+    the reply, and every test a time budget (``begin_test``). After a timeout or a crash
+    the worker is killed, the rest of that test fails fast with the same reason, and the
+    next test gets a fresh worker. A submission that cannot be imported (an error, a crash
+    or a hang while importing) is remembered: ``fatal`` then gives that outcome for every
+    remaining test without starting another worker.
     """
 
     def __init__(
         self,
         submission: Path,
+        sandbox: Sandbox,
         call_timeout: float = 10.0,
         start_timeout: float = 30.0,
-        memory_mb: int = 4096,
         output_cap: int = 2048,
     ) -> None:
         self.submission = Path(submission).resolve()
+        self.sandbox = sandbox
         self.call_timeout = call_timeout
         self.start_timeout = start_timeout
-        self.memory_mb = memory_mb
         self.output_cap = output_cap
         self._worker: _Worker | None = None
         self._import_error: ProbeOutcome | None = None
@@ -261,7 +277,13 @@ class SandboxClient:
         self._test_deadline = float("inf")
         if self._worker is not None:
             self._output.append(self._worker.capture.take())
+        # whatever the worker started besides itself goes, and its files in shared places
+        self.sandbox.after_test(live=[self._worker.proc.pid] if self._worker else [])
         return "".join(self._output).strip()
+
+    def fatal(self) -> ProbeOutcome | None:
+        """The remembered import failure, if any: every remaining test ends with it."""
+        return self._import_error
 
     # ----- calls ----------------------------------------------------------------------
     def call(self, probe: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
@@ -274,7 +296,7 @@ class SandboxClient:
         limit = self.call_timeout if timeout is None else timeout
         deadline = min(time.monotonic() + limit, self._test_deadline)
         reply = self._exchange(worker, {"cmd": "call", "probe": probe, "args": list(args),
-                                        "kwargs": kwargs}, deadline, probe)
+                                        "kwargs": kwargs}, deadline, probe, limit)
         if reply.get("ok"):
             return reply.get("value")
         raise outcome_from_error(reply.get("error") or {})
@@ -282,33 +304,50 @@ class SandboxClient:
     def _ensure_worker(self) -> _Worker:
         if self._worker is not None:
             return self._worker
-        worker = _Worker(self.submission, self.memory_mb, self.output_cap)
+        worker = _Worker(self.sandbox, self.output_cap)
         self._worker = worker
-        deadline = time.monotonic() + self.start_timeout
-        reply = self._exchange(worker, {"cmd": "hello"}, deadline, "import tinytrain")
+        start_deadline = time.monotonic() + self.start_timeout
+        deadline = min(start_deadline, self._test_deadline)
+        try:
+            reply = self._exchange(worker, {"cmd": "hello"}, deadline, "import tinytrain",
+                                   self.start_timeout)
+        except ProbeTimeout as exc:
+            if deadline >= start_deadline:  # the import itself hung, not a spent budget
+                self._remember(exc)
+            raise
+        except ProbeOutcome as exc:  # a crash while importing: every worker would crash
+            self._remember(exc)
+            raise
         if not reply.get("ok"):
             error = outcome_from_error(reply.get("error") or {})
             if isinstance(error, SubmissionImportError):
-                self._import_error = error
-                self.close()
+                self._remember(error)
             raise error
         return worker
 
+    def _remember(self, outcome: ProbeOutcome) -> None:
+        self._import_error = outcome
+        self.close()
+
     def _exchange(self, worker: _Worker, request: dict[str, Any], deadline: float,
-                  what: str) -> dict[str, Any]:
+                  what: str, limit: float) -> dict[str, Any]:
         try:
-            worker.send(request)
+            try:
+                worker.send(request, deadline)
+            except TimeoutError:
+                raise _SendTimeout from None
             reply = worker.receive(deadline)
-        except TimeoutError:
+        except TimeoutError as exc:
             printed = worker.dump_stack()
             self._output.append(printed)
-            stack = hang_site(printed, self.submission)
+            stack = hang_site(printed, worker.submission)
             self._discard_worker(kill=True)
-            budget_spent = deadline >= self._test_deadline
-            reason = (
-                "the test used up its time budget" if budget_spent
-                else f"no answer within {self.call_timeout:g} s"
-            )
+            if deadline >= self._test_deadline:
+                reason = "the test used up its time budget"
+            elif isinstance(exc, _SendTimeout):
+                reason = f"the worker took no request for {limit:g} s (it stopped reading)"
+            else:
+                reason = f"no answer within {limit:g} s"
             raise self._poisoned(ProbeTimeout(
                 f"{what}: {reason} (an infinite loop or very slow code?); the worker was "
                 "stopped", stack)) from None
@@ -322,7 +361,8 @@ class SandboxClient:
             error = HarnessError(f"{what}: bad message from the worker: {exc}")
             raise self._poisoned(error) from None
         if not isinstance(reply, dict):
-            raise HarnessError(f"{what}: malformed reply from the worker")
+            self._discard_worker(kill=True)
+            raise self._poisoned(HarnessError(f"{what}: malformed reply from the worker"))
         return reply
 
     def _poisoned(self, outcome: ProbeOutcome) -> ProbeOutcome:
@@ -365,6 +405,9 @@ class InProcessClient:
 
     def end_test(self) -> str:
         return ""
+
+    def fatal(self) -> ProbeOutcome | None:
+        return None
 
     def _import(self) -> Any:
         if self._tt is None:

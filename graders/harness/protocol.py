@@ -20,8 +20,13 @@ import numpy as np
 
 MAGIC = b"TTP1"
 _LEN = struct.Struct("<Q")
-MAX_HEADER_BYTES = 16 << 20
-MAX_FRAME_BYTES = 1 << 30
+# Caps on a message, applied when it is read (the grader reading the worker's replies).
+# Measured over a full grading of the reference (553 tests), with the default profile and
+# with --profile thorough alike: the largest reply 0.96 MB with a 21.9 KB JSON header, the
+# largest request 0.32 MB with an 8.0 KB header. The caps leave 16x and 48x of room; a
+# worker announcing more is cut off after its header, before anything else is read.
+MAX_HEADER_BYTES = 1 << 20
+MAX_FRAME_BYTES = 16 << 20
 
 ALLOWED_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -1,15 +1,19 @@
 """The sandboxed worker: imports the submission's tinytrain and runs probes for the grader.
 
-Started by ``SandboxClient`` as ``python -m graders.harness.worker``. It never sees
-expected values; it answers each request with an observation or an error description.
-torch (and other array libraries) cannot be imported here, so a submission cannot
-delegate its math. Student output goes to stdout/stderr, which the grader captures apart
-from the protocol pipes.
+Started by ``SandboxClient`` from the worker environment (``graders.harness.sandbox``):
+an interpreter with ``-s -S -P``, a ``sys.path`` of that environment (NumPy, ml_dtypes,
+this package's worker side) and the standard library, and a minimal set of environment
+variables. Before anything of the submission runs, ``main`` drops to the worker user (when
+started as root), forbids gaining privileges again and sets hard resource limits.
+It never sees expected values; it answers each request with an observation or an error
+description. torch is not on its path; an import blocker says so clearly. Student output
+goes to stdout/stderr, which the grader captures apart from the protocol pipes.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import faulthandler
 import importlib
 import importlib.abc
@@ -42,17 +46,64 @@ def install_import_blocker() -> None:
     sys.meta_path.insert(0, _BlockImports())
 
 
-def set_limits(memory_mb: int, file_mb: int) -> None:
+_PR_SET_DUMPABLE = 4
+_PR_SET_NO_NEW_PRIVS = 38
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWNET = 0x40000000
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def set_limits(memory_mb: int, file_mb: int, nproc: int = 0, nofile: int = 0) -> None:
+    """Hard limits equal to the soft ones, so the submission cannot raise them again:
+    address space, file size, no core files, and (when given) processes and open files."""
+
     def limit(kind: int, value: int) -> None:
         _, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
-        resource.setrlimit(kind, (value, hard))
+        resource.setrlimit(kind, (value, value))
 
     if memory_mb > 0:
         limit(resource.RLIMIT_AS, memory_mb << 20)
     limit(resource.RLIMIT_FSIZE, file_mb << 20)
     limit(resource.RLIMIT_CORE, 0)
+    if nproc > 0:
+        limit(resource.RLIMIT_NPROC, nproc)
+    if nofile > 0:
+        limit(resource.RLIMIT_NOFILE, nofile)
+
+
+def drop_privileges(uid: int, gid: int, namespaces: bool) -> list[str]:
+    """As root: optionally enter new network and IPC namespaces (no network, no shared
+    SysV IPC; where the kernel and the container allow it), then become ``uid``/``gid``
+    with no supplementary groups (and so no capabilities). Returns the extra layers in
+    place."""
+    layers = []
+    if namespaces and _libc().unshare(_CLONE_NEWNET | _CLONE_NEWIPC) == 0:
+        layers.append("network and IPC namespaces")
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid or os.getgid() != gid or os.getgroups():
+        raise SystemExit("worker: could not drop privileges")
+    try:
+        os.setuid(0)
+    except PermissionError:
+        pass
+    else:
+        raise SystemExit("worker: privileges came back after dropping them")
+    # changing uid made the process non-dumpable (its /proc files root's); undo that so
+    # the worker looks like any process of its user
+    _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    return layers
+
+
+def no_new_privileges() -> None:
+    """Neither setuid programs nor file capabilities can raise privileges from here on."""
+    _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
 def submission_traceback(exc: BaseException, root: str) -> str:
@@ -153,9 +204,17 @@ def main() -> None:
     parser.add_argument("--fd-out", type=int, required=True)
     parser.add_argument("--memory-mb", type=int, default=4096)
     parser.add_argument("--file-mb", type=int, default=512)
+    parser.add_argument("--nproc", type=int, default=0)
+    parser.add_argument("--nofile", type=int, default=0)
+    parser.add_argument("--uid", type=int, default=-1)
+    parser.add_argument("--gid", type=int, default=-1)
+    parser.add_argument("--namespaces", action="store_true")
     parser.add_argument("submission")
     args = parser.parse_args()
-    set_limits(args.memory_mb, args.file_mb)
+    if args.uid >= 0:
+        drop_privileges(args.uid, args.gid, args.namespaces)
+    no_new_privileges()
+    set_limits(args.memory_mb, args.file_mb, args.nproc, args.nofile)
     install_import_blocker()
     # on a deadline the grader sends SIGUSR1 first: the stack shows where the code hung
     faulthandler.register(signal.SIGUSR1, all_threads=False)

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import pytest
+from _pytest.runner import runtestprotocol
 
 from ..harness.errors import HarnessError, ProbeOutcome
 from .results import TestResult
@@ -51,11 +52,14 @@ class GradingPlugin:
     results; the ``submission`` fixture is the probe client."""
 
     def __init__(self, client: Any, task_ids: set[str], known_tasks: set[str],
-                 test_budget: float) -> None:
+                 test_budget: float, deadline: float = float("inf"),
+                 budget_s: float | None = None) -> None:
         self.client = client
         self.task_ids = task_ids
         self.known_tasks = known_tasks
         self.test_budget = test_budget
+        self.deadline = deadline  # time.monotonic() when the whole grading's budget ends
+        self.budget_s = budget_s
         self.results: list[TestResult] = []
         self.collection_errors: list[str] = []
         self._outcomes: dict[str, tuple[str, str]] = {}
@@ -89,15 +93,37 @@ class GradingPlugin:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Any:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> bool:
+        """Run one test with a fresh budget (never past the grading's deadline); once the
+        submission is known not to import, or the grading's budget is spent, record the
+        test at once without running it (no worker, no pytest report to format)."""
         self._outcomes.pop(item.nodeid, None)
-        self.client.begin_test(self.test_budget)
+        remaining = self.deadline - time.monotonic()
+        fatal = self.client.fatal()
+        if fatal is not None:
+            status = "error" if isinstance(fatal, HarnessError) else fatal.status
+            message = "\n".join(x for x in (fatal.message, fatal.detail) if x)
+            self._record(item, status, message, duration=0.0, output="")
+            return True
+        if remaining <= 0:
+            spent = f" of {self.budget_s:g} s" if self.budget_s is not None else ""
+            self._record(item, "timeout", f"not run: the grading used up its time budget"
+                         f"{spent} (--budget) before this test", duration=0.0, output="")
+            return True
+        self.client.begin_test(min(self.test_budget, remaining))
         start = time.perf_counter()
-        yield
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        runtestprotocol(item, nextitem=nextitem, log=True)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         duration = time.perf_counter() - start
         output = self.client.end_test()
         status, message = self._outcomes.get(item.nodeid, ("error", "the test did not run"))
+        self._record(item, status, message, duration=duration, output=output)
+        return True
+
+    def _record(self, item: pytest.Item, status: str, message: str, duration: float,
+                output: str) -> None:
         doc = (getattr(item, "function", None).__doc__ or "").strip().splitlines()
         self.results.append(TestResult(
             name=item.name,

@@ -9,11 +9,15 @@ from pathlib import Path
 import pytest
 
 from ..harness.client import InProcessClient, SandboxClient
+from ..harness.sandbox import Limits as SandboxLimits
+from ..harness.sandbox import Sandbox
+from ..rubric import Limits as RubricLimits
 from ..rubric import Rubric, Task
 from .plugin import GradingPlugin
 from .results import TestResult
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
+SCRATCH: list[str] = []  # Hypothesis's folders of gradings under way
 
 
 class GradingError(Exception):
@@ -34,20 +38,27 @@ def run_suites(
     rubric: Rubric,
     tasks: tuple[Task, ...],
     seed: int = 0,
-    sandbox: bool = True,
+    sandbox: bool | Sandbox = True,
     profile: str = "default",
     shrink: bool = True,
+    deadline: float = float("inf"),
+    budget_s: float | None = None,
 ) -> list[TestResult]:
     """Run every grader test of ``tasks`` against ``submission``; one result per test.
-    ``shrink=False`` skips Hypothesis's shrinking (a failure reports the first failing
-    example found, not a minimal one)."""
+    ``sandbox`` is True (a sandbox made here), a ``Sandbox`` set up by the caller, or
+    False (in-process). ``shrink=False`` skips Hypothesis's shrinking (a failure reports
+    the first failing example found, not a minimal one). Tests not begun by ``deadline``
+    (``time.monotonic()``) are recorded as timeouts without running."""
     limits = rubric.limits
+    own_sandbox = None
+    if sandbox is True:
+        own_sandbox = sandbox = Sandbox(submission, limits=sandbox_limits(limits)).open()
     if sandbox:
-        client = SandboxClient(
+        client: SandboxClient | InProcessClient = SandboxClient(
             submission,
+            sandbox,
             call_timeout=limits.call_timeout_s,
             start_timeout=limits.start_timeout_s,
-            memory_mb=limits.memory_mb,
         )
     else:
         client = InProcessClient(submission)
@@ -56,24 +67,31 @@ def run_suites(
         task_ids={t.id for t in tasks},
         known_tasks={t.id for t in rubric.tasks},
         test_budget=limits.test_budget_s,
+        deadline=deadline,
+        budget_s=budget_s,
     )
-    with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
-        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch
-        os.environ["TINYTRAIN_GRADER_PROFILE"] = profile
-        os.environ["TINYTRAIN_GRADER_SHRINK"] = "1" if shrink else "0"
-        args = [
-            *suite_folders({t.assignment for t in tasks}),
-            "-c", str(SUITES_DIR / "pytest.ini"),
-            "--rootdir", str(SUITES_DIR),
-            "-p", "no:cacheprovider",
-            "-p", "no:terminal",
-            "-p", "no:pytest_jsonreport",
-            f"--hypothesis-seed={seed}",
-        ]
-        try:
-            code = pytest.main(args, plugins=[plugin])
-        finally:
-            client.close()
+    try:
+        with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
+            SCRATCH.append(scratch)  # for a grader stopped by a signal to remove
+            os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch
+            os.environ["TINYTRAIN_GRADER_PROFILE"] = profile
+            os.environ["TINYTRAIN_GRADER_SHRINK"] = "1" if shrink else "0"
+            args = [
+                *suite_folders({t.assignment for t in tasks}),
+                "-c", str(SUITES_DIR / "pytest.ini"),
+                "--rootdir", str(SUITES_DIR),
+                "-p", "no:cacheprovider",
+                "-p", "no:terminal",
+                "-p", "no:pytest_jsonreport",
+                f"--hypothesis-seed={seed}",
+            ]
+            try:
+                code = pytest.main(args, plugins=[plugin])
+            finally:
+                client.close()
+    finally:
+        if own_sandbox is not None:
+            own_sandbox.close()
     if plugin.collection_errors:
         errors = "\n".join(plugin.collection_errors)
         raise GradingError(f"the grader suites failed to load:\n{errors}")
@@ -81,3 +99,9 @@ def run_suites(
     if code not in graded:
         raise GradingError(f"pytest stopped with exit code {int(code)}")
     return plugin.results
+
+
+def sandbox_limits(limits: RubricLimits) -> SandboxLimits:
+    """The worker's resource limits from the rubric's ``[limits]``."""
+    return SandboxLimits(memory_mb=limits.memory_mb, file_mb=limits.file_mb,
+                         nproc=limits.nproc, nofile=limits.nofile)
