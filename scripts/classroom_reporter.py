@@ -39,8 +39,8 @@ def reporter_main(path: Path, scratch: Path) -> Path:
             raise SystemExit(f"{path} is checked out at {head.stdout.strip()}, not {TAG}")
         return main
     clone = scratch / "reporter"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", TAG,
-                    f"file://{path.resolve()}", str(clone)], check=True)
+    subprocess.run(["git", "-c", "advice.detachedHead=false", "clone", "--quiet", "--depth", "1",
+                    "--branch", TAG, f"file://{path.resolve()}", str(clone)], check=True)
     return clone / "dist" / "main.js"
 
 
