@@ -2,7 +2,8 @@
 folder, with the grader installed from the zip into a fresh virtual environment.
 
 setup.sh runs here with overrides (this machine's Python 3.11 instead of apt's, torch from
-pip's configured index, the grader's environment in a temporary folder); the apt and uv
+pip's local wheels where pip is configured with some, the grader's environment in a
+temporary folder); the apt and uv
 paths of setup.sh are exercised by scripts/gradescope_chroot_test.sh in a Debian chroot.
 """
 
@@ -129,7 +130,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             for script in ("setup.sh", "run_autograder"):
                 (source / script).chmod(0o755)  # zipfile does not restore modes
             env = {**_clean_env(), "AUTOGRADER_ROOT": str(shared / "autograder"),
-                   "TINYTRAIN_PYTHON": sys.executable, "TINYTRAIN_TORCH_INDEX": "",
+                   "TINYTRAIN_PYTHON": sys.executable, "TINYTRAIN_TORCH_INDEX": _torch_index(),
                    "TINYTRAIN_GRADER_ENV": str(shared / "opt" / "tinytrain-grader")}
             start = time.monotonic()
             proc = subprocess.run(["bash", str(source / "setup.sh")], env=env, cwd=source,
@@ -139,6 +140,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                         "stdout": proc.stdout[-2000:]}))
     return {"root": shared / "autograder", "env": shared / "opt" / "tinytrain-grader",
             "log": done}
+
+
+def _torch_index() -> str:
+    """Where setup.sh takes torch from: pip's own configuration where it finds wheels on
+    local disk (the development machines), else PyTorch's CPU index, as on Gradescope."""
+    if "TINYTRAIN_TORCH_INDEX" in os.environ:
+        return os.environ["TINYTRAIN_TORCH_INDEX"]
+    return "" if os.environ.get("PIP_FIND_LINKS") else "https://download.pytorch.org/whl/cpu"
 
 
 def _clean_env() -> dict[str, str]:
