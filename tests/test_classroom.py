@@ -230,6 +230,12 @@ def test_workflow_split_writes_github_env_and_output(tmp_path, template_score):
     assert results["status"] == "error" and "no grading result" in results["tests"][0]["message"]
 
 
+def test_a_result_without_a_runners_index_is_one_runner():
+    doc = {"version": 1, "status": "pass", "max_score": 10,
+           "tests": [{"name": "t", "status": "pass", "score": 10, "line_no": 0}]}
+    assert split_runners(doc) == [("tinytrain", doc)]
+
+
 def workflow_steps() -> dict[str, dict]:
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "classroom.yml").read_text())
     [job] = workflow["jobs"].values()

@@ -42,7 +42,7 @@ GRID = 1024  # points are multiples of 1/GRID
 CODE_CHARS = 300  # test_code shown for the first failing test of a task
 CODE_LINES = 6
 MESSAGE_CHARS = 1000  # the reason of a grading error
-ERROR_RUNNER = "tinytrain"
+SINGLE_RUNNER = "tinytrain"  # the one runner of an error, or of a result without an index
 
 
 def runner_name(task_id: str) -> str:
@@ -59,7 +59,7 @@ def classroom_json(score: Score) -> dict[str, Any]:
         reason = f"grading failed: {score.error}"[:MESSAGE_CHARS]
         tests = [_entry("grading", "error", Fraction(0), message=reason)]
         return _document("error", max_score, tests,
-                         [{"runner": ERROR_RUNNER, "max_score": _number(max_score), "tests": 1}])
+                         [{"runner": SINGLE_RUNNER, "max_score": _number(max_score), "tests": 1}])
     tests: list[dict[str, Any]] = []
     runners = []
     for task_score, points in zip(score.tasks, _task_points(score.tasks)):
@@ -72,7 +72,10 @@ def classroom_json(score: Score) -> dict[str, Any]:
 
 
 def split_runners(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(runner name, runner result) for each runner listed in ``document``."""
+    """(runner name, runner result) for each runner listed in ``document``; a result with
+    no ``runners`` index (another grader's) is one runner."""
+    if "runners" not in document:
+        return [(SINGLE_RUNNER, document)]
     out, start = [], 0
     for runner in document["runners"]:
         tests = document["tests"][start:start + runner["tests"]]
@@ -93,7 +96,7 @@ def failure_document(reason: str) -> dict[str, Any]:
     """A runner result saying that there is nothing to report, and why."""
     tests = [_entry("grading", "error", Fraction(0), message=reason[:MESSAGE_CHARS])]
     return _document("error", Fraction(0), tests,
-                     [{"runner": ERROR_RUNNER, "max_score": 0, "tests": 1}])
+                     [{"runner": SINGLE_RUNNER, "max_score": 0, "tests": 1}])
 
 
 def _document(status: str, max_score: Fraction, tests: list, runners: list) -> dict[str, Any]:
