@@ -117,7 +117,11 @@ def test_summary_names_only_visible_tasks(tmp_path):
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The zip unpacked into autograder/source and setup.sh run on it, once per test run
     (shared by pytest-xdist's workers through a lock)."""
-    shared = tmp_path_factory.getbasetemp().parent / "gradescope-install"
+    if os.geteuid() != 0:
+        pytest.skip("setup.sh runs as root, as on Gradescope")
+    base = tmp_path_factory.getbasetemp()
+    # pytest-xdist's workers have their own folders in this run's one: share the install
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "gradescope-install"
     with FileLock(str(shared) + ".lock"):
         done = shared / "done.json"
         if not done.exists():
