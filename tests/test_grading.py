@@ -172,6 +172,7 @@ def test_gradescope_entry_point(tmp_path):
     shim = tmp_path / "bin" / "tinytrain-grade"
     shim.write_text(f"#!/bin/sh\nexec {sys.executable} -m graders.cli \"$@\" --tasks 1.1\n")
     shim.chmod(0o755)
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)  # run_autograder's locator
     proc = subprocess.run([str(ROOT / "deploy" / "gradescope" / "run_autograder")], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

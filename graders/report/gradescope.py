@@ -12,6 +12,8 @@ _MARK = {"passed": "passed", "failed": "failed", "error": "failed", "timeout": "
 
 
 def results_json(score: Score) -> dict[str, Any]:
+    """Gradescope's results.json for ``score``: one test per grader test, with its task's
+    visibility; the summary (always visible) names visible tasks only."""
     tests = []
     for task_score in score.tasks:
         each = task_score.test_points()
@@ -30,11 +32,7 @@ def results_json(score: Score) -> dict[str, Any]:
                 "output": output,
                 "visibility": task_score.task.visibility,
             })
-    summary = "\n".join(
-        f"task {t.task.id} {t.task.title}: {t.score:g} / {t.task.points:g}" for t in score.tasks
-    )
-    if score.error:
-        summary = f"Grading failed: {score.error}\n" + summary
+    summary = _summary(score)
     return {
         "score": score.score,
         "execution_time": round(score.duration),
@@ -43,3 +41,13 @@ def results_json(score: Score) -> dict[str, Any]:
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+
+
+def _summary(score: Score) -> str:
+    """The always-visible text: the scores of the visible tasks only. Tasks with any other
+    visibility are not named (their tests carry their own visibility)."""
+    visible = [t for t in score.tasks if t.task.visibility == "visible"]
+    lines = [f"task {t.task.id} {t.task.title}: {t.score:g} / {t.task.points:g}" for t in visible]
+    if score.error:
+        lines.insert(0, f"Grading failed: {score.error}")
+    return "\n".join(lines)
