@@ -116,15 +116,22 @@ def graph(program: dict[str, Any], mode: str | None = None) -> list[dict[str, An
 
 
 def leaf_grads(program: dict[str, Any], calls: int = 1, roots: list[int] | None = None,
-               root_grads: list[np.ndarray] | None = None) -> list[np.ndarray | None]:
+               root_grads: list[np.ndarray] | None = None,
+               hooks: list[list[Any]] | None = None) -> list[np.ndarray | None]:
     """Leaf gradients after ``calls`` backward passes, each on a fresh forward: of the
     output, or of ``roots`` (value indices) with ``root_grads`` in one
-    ``torch.autograd.backward`` call."""
+    ``torch.autograd.backward`` call. ``hooks`` ([value, k], ...): a hook returning
+    ``grad * k`` on each of those values."""
     values = build(program)
-    leaves = values[: len(program["leaves"])]
+    n_leaves = len(program["leaves"])
+    leaves = values[:n_leaves]
     for k in range(calls):
         if k:
             values = build(program, leaves)
+        for v, factor in hooks or []:
+            if k == 0 or v >= n_leaves:
+                values[v].register_hook(
+                    lambda g, factor=factor: None if g is None else g * factor)
         if roots is None:
             values[-1].backward()
         else:

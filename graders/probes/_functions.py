@@ -319,3 +319,123 @@ def own_recording(tt: Any) -> Iterator[None]:
         yield
     finally:
         function_module.record = original
+
+
+# ----- the probes' own engine (a copy of task 1.2's), for grading hooks (task 1.4) -------
+def _accumulate_into_leaf(leaf: Any, grad: np.ndarray) -> None:
+    """Task 1.2's leaf accumulation: set .grad on the first call, add on later ones."""
+    if leaf._grad is None:
+        leaf._grad = type(leaf)(np.array(grad, dtype=leaf.data.dtype, copy=True))
+    else:
+        leaf._grad.data += grad
+
+
+def _buffer(buffers: dict[Any, list[Any]], node: Any, nr: int, grad: Any) -> None:
+    buffer = buffers.setdefault(node, [None] * len(node._output_meta))
+    if grad is not None:
+        buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+
+
+def run_backward(tt: Any, roots: list[tuple[Any, Any]], retain_graph: bool = False) -> None:
+    """Backward from ``roots`` ((tensor, gradient array or None for ones)) with the probes'
+    own copy of task 1.2's engine and leaf accumulation: each node once, in topological
+    order, its tensor hooks (``_run_tensor_hooks``, task 1.4) applied to its gradients
+    before its backward runs. The hooks, retain_grad and detach of task 1.4 are graded on
+    it, whatever the state of the submission's engine."""
+    function_module = importlib.import_module(f"{tt.__name__}.autograd.function")
+    seeds = []
+    for tensor, grad in roots:
+        data = tensor.data
+        seeds.append((function_module.gradient_edge(tensor),
+                      np.ones(data.shape, data.dtype) if grad is None
+                      else np.asarray(grad, dtype=data.dtype)))
+    counts: dict[Any, int] = {}
+    seen: set[Any] = set()
+    stack = [node for (node, _), _ in seeds if node is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for next_node, _ in node.next_functions:
+            if next_node is not None:
+                counts[next_node] = counts.get(next_node, 0) + 1
+                stack.append(next_node)
+    buffers: dict[Any, list[Any]] = {}
+    for (node, nr), grad in seeds:
+        if node is not None:
+            _buffer(buffers, node, nr, grad)
+    ready = [node for node in buffers if counts.get(node, 0) == 0]
+    original = function_module.accumulate_into_leaf
+    function_module.accumulate_into_leaf = _accumulate_into_leaf
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node)
+            if node._has_tensor_hooks():
+                grads = node._run_tensor_hooks(grads)
+            if any(g is not None for g in grads):
+                input_grads = node._run_backward(grads)
+            else:
+                input_grads = (None,) * len(node.next_functions)
+            if not retain_graph:
+                node._release()
+            for (next_node, nr), grad in zip(node.next_functions, input_grads, strict=False):
+                if next_node is None:
+                    continue
+                _buffer(buffers, next_node, nr, grad)
+                counts[next_node] -= 1
+                if counts[next_node] == 0:
+                    ready.append(next_node)
+    finally:
+        function_module.accumulate_into_leaf = original
+
+
+# ----- the probes' own tensor hooks (a copy of task 1.4's), for grading the engine -------
+def _hook_runners(tensor_type: Any) -> tuple[Any, Any]:
+    """Task 1.4's ``_run_tensor_hooks`` for a node and for a leaf's AccumulateGrad (each
+    hook gets the previous one's result; a returned tensor replaces the gradient)."""
+
+    def apply_hooks(hooks: Any, grads: list[Any], nr: int) -> None:
+        for hook in list(hooks):
+            if grads[nr] is not None:
+                result = hook(tensor_type(grads[nr]))
+                if result is not None:
+                    grads[nr] = result.data
+
+    def node_hooks(node: Any, grads: list[Any]) -> list[Any]:
+        for nr, hooks in node._tensor_hooks.items():
+            apply_hooks(hooks, grads, nr)
+        return grads
+
+    def leaf_hooks(node: Any, grads: list[Any]) -> list[Any]:
+        apply_hooks(node.variable._backward_hooks or (), grads, 0)
+        return grads
+
+    return node_hooks, leaf_hooks
+
+
+@contextlib.contextmanager
+def own_hooks(tt: Any) -> Iterator[None]:
+    """While active, nodes apply tensor hooks with the probes' own copy of task 1.4's
+    ``_run_tensor_hooks`` (retain_grad left out), so the engine (1.2) can be graded on
+    calling them whatever the state of 1.4. Register hooks with ``add_hook``."""
+    function_module = importlib.import_module(f"{tt.__name__}.autograd.function")
+    node_cls, leaf_cls = function_module.BackwardNode, function_module.AccumulateGrad
+    saved = (node_cls.__dict__["_run_tensor_hooks"], leaf_cls.__dict__["_run_tensor_hooks"])
+    node_cls._run_tensor_hooks, leaf_cls._run_tensor_hooks = _hook_runners(tt.Tensor)
+    try:
+        yield
+    finally:
+        node_cls._run_tensor_hooks, leaf_cls._run_tensor_hooks = saved
+
+
+def add_hook(tensor: Any, hook: Any) -> None:
+    """Register ``hook`` on ``tensor`` in the framework's (given) hook lists, without the
+    submission's ``register_hook`` (task 1.4)."""
+    if tensor.grad_fn is None:
+        if tensor._backward_hooks is None:
+            tensor._backward_hooks = []
+        tensor._backward_hooks.append(hook)
+    else:
+        tensor.grad_fn._tensor_hooks.setdefault(tensor._output_nr, []).append(hook)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import probe
-from ._functions import apply, functions, own_recording
+from ._functions import add_hook, apply, functions, own_hooks, own_recording
 from ._observe import array, grad
 
 _UNARY = ("sin", "square", "exp", "sum", "sincos", "relu_mask", "positive", "zero")
@@ -125,22 +125,30 @@ def backward(
     rebuild: bool = False,
     roots: list[int] | None = None,
     root_grads: list[np.ndarray] | None = None,
+    hooks: list[list[Any]] | None = None,
 ) -> dict[str, Any]:
     """Run ``calls`` backward passes (re-running the forward first when ``rebuild``): of
     the output, or ``tt.autograd.backward`` of the values ``roots`` with ``root_grads``.
     Reports leaf grads, non-leaf ``.grad`` presence, the backward call log, whether the
     gradient tensors given to backward still hold their values, and which leaves' .grad
-    share memory with another leaf's .grad or with a given gradient."""
+    share memory with another leaf's .grad or with a given gradient.
+
+    ``hooks`` ([value, k], ...) puts a tensor hook returning ``grad * k`` on those values
+    (registered and run by the probes' own copy of task 1.4's hooks: the engine only has to
+    call each node's ``_run_tensor_hooks``)."""
     fns = functions(tt)
     fns.calls.clear()
     given = [tt.tensor(np.array(g, copy=True)) for g in root_grads or []]
-    with own_recording(tt):
+    with own_recording(tt), own_hooks(tt) if hooks else contextlib.nullcontext():
         values = build(tt, program)
         n_leaves = len(program["leaves"])
         leaves = values[:n_leaves]
         for k in range(calls):
             if rebuild and k:
                 values = build(tt, program, leaves)
+            for v, factor in hooks or []:
+                if k == 0 or v >= n_leaves:  # a leaf keeps its hooks across forwards
+                    add_hook(values[v], _scaling(tt, float(factor)))
             if roots is None:
                 values[-1].backward(retain_graph=retain_graph)
             else:
@@ -164,6 +172,10 @@ def backward(
             for i, o in enumerate(owned)
         ],
     }
+
+
+def _scaling(tt: Any, factor: float) -> Any:
+    return lambda g: tt.tensor(np.asarray(g.data) * factor)
 
 
 def _grad_array(tensor: Any) -> np.ndarray | None:
