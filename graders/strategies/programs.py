@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from ..suites._support import literal
+
 SHAPES = [(), (1,), (3,), (2, 3)]
 UNARY = ("sin", "square", "exp", "sum", "sincos", "relu_mask", "positive", "zero")
 # the kinds of each op's outputs, in order
@@ -227,20 +229,19 @@ _CALLS = {"sincos": "SinCos.apply({})", "relu_mask": "ReluMask.apply({})",
 
 
 def reproducer(program: dict[str, Any], calls: int = 1, backward: bool = True,
-               roots: list[int] | None = None) -> str:
+               roots: list[int] | None = None, root_grads: list[Any] | None = None) -> str:
     """tinytrain code that runs a program with tinytrain's own operators (and small
     Functions for the ops tinytrain has no operator for); without ``backward`` it prints
     each value's graph attributes instead of the gradients. ``roots``: the values passed
-    to ``tt.autograd.backward`` (with gradients ``g0, g1, ...``) instead of the output."""
+    to ``tt.autograd.backward`` with ``root_grads`` instead of the output."""
     used = [op for op in _FUNCTIONS if any(o[0] == op for o in program["ops"])]
     lines = ["import numpy as np", "import tinytrain as tt"] if used else ["import tinytrain as tt"]
     lines += [_FUNCTIONS[op] for op in used]
     names: list[str] = []
     for i, (value, rg) in enumerate(program["leaves"]):
         names.append(f"x{i}")
-        values = np.array2string(np.asarray(value), separator=", ", precision=17,
-                                 floatmode="unique").replace("\n", "")
-        lines.append(f"x{i} = tt.tensor({values}, dtype=tt.float64, requires_grad={bool(rg)})")
+        lines.append(f"x{i} = tt.tensor({literal(value)}, dtype=tt.float64, "
+                     f"requires_grad={bool(rg)})")
     body = []
     for op, *args in program["ops"]:
         a = names[args[0]]
@@ -263,8 +264,9 @@ def reproducer(program: dict[str, Any], calls: int = 1, backward: bool = True,
         lines.append("    print(v.requires_grad, v.is_leaf, v.grad_fn)")
         return "\n".join(lines)
     if roots:
+        grads = [f"tt.tensor({literal(g)}, dtype=tt.float64)" for g in root_grads or []]
         run = (f"tt.autograd.backward([{', '.join(names[r] for r in roots)}], "
-               f"[{', '.join(f'g{k}' for k in range(len(roots)))}])")
+               f"[{', '.join(grads)}])")
     else:
         run = f"{names[-1]}.backward()"
     if calls > 1:

@@ -70,8 +70,8 @@ def _observe(submission, program, **kwargs):
     return got
 
 
-def _check_grads(got, expected, program, calls=1, roots=None, note=""):
-    repro = reproducer(program, calls, roots=roots)
+def _check_grads(got, expected, program, calls=1, roots=None, note="", root_grads=None):
+    repro = reproducer(program, calls, roots=roots, root_grads=root_grads)
     case = describe(program) + note + ("" if roots is None else
                                        f"; tt.autograd.backward of {[f'v{r}' for r in roots]}")
     for i, (g, e) in enumerate(zip(got["grads"], expected, strict=True)):
@@ -258,7 +258,7 @@ def test_backward_from_several_roots(submission, program, data):
     grads = [data.draw(arrays(np.float64, shapes[r], elements=st.floats(-2, 2))) for r in roots]
     got = _observe(submission, program, roots=roots, root_grads=grads)
     expected = oracle.leaf_grads(program, roots=roots, root_grads=grads)
-    _check_grads(got, expected, program, roots=roots)
+    _check_grads(got, expected, program, roots=roots, root_grads=grads)
 
 
 @task("1.2")
