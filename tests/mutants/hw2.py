@@ -3,7 +3,9 @@
 There is a wrong value at each kind of kink SEMANTICS.md lists (relu(0), leaky_relu(0),
 abs(0), clamp and hardtanh at their bounds, max()/min() ties, max(dim) ties, amax ties,
 maximum with x == y, sqrt(0), pow at 0, where's unselected branch), broadcast gradients
-not reduced, a matmul backward that only works for 2-D, and overflowing softmax-likes.
+not reduced (in an operator and in 2.1's shared reducer, which must cost 2.1 only), a matmul
+backward that only works for 2-D, overflowing softmax-likes, and log-softmaxes taken as the
+log of a softmax that underflows.
 """
 
 from . import Mutant
