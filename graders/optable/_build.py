@@ -107,3 +107,20 @@ def tie_extremes(x: np.ndarray, dims: Any, extreme: Callable[..., np.ndarray]) -
         at = extreme(slices, axis=1)
         slices[rows, (at + 1) % n] = slices[rows, at]
     return np.transpose(slices.reshape(moved.shape), np.argsort(order))
+
+
+SPREAD = 1e3  # some logits this far below the rest: exp of the gap underflows to 0
+
+
+def draw_logits(d: Draw, shape: tuple[int, ...], offset: float = 0.0) -> np.ndarray:
+    """float64 logits in [-3, 3]; for a stability check (``offset``), around +offset or
+    -offset (exp overflows or underflows unless the maximum is subtracted first), with
+    about half of them SPREAD below the rest (the first one never, the last one always):
+    their softmax underflows to 0 in float32 and float64, so a log-softmax written as
+    log(softmax(x)) gives -inf where torch gives about -1e3."""
+    value = d.uniform(shape, np.float64, -3.0, 3.0) + offset * d.pick([1.0, -1.0])
+    if offset and value.size >= 2:
+        low = d.rng.random(shape) < 0.5
+        low.flat[0], low.flat[-1] = False, True
+        value = value - SPREAD * low
+    return value

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from ..strategies.ops import Draw, Sample
-from ._build import among, close_to, near_zero, tensor_arg, unary, uniform
+from ._build import among, close_to, draw_logits, near_zero, tensor_arg, unary, uniform
 from .reductions import STABLE
 from .spec import Kink, OpInfo
 
@@ -40,12 +40,13 @@ def _near_hardtanh_bound(sample: Sample) -> bool:
 
 
 def _softmax_sample(offset: float = 0.0):
-    """Logits and a ``dim``; with ``offset``, logits around +-offset (per tensor)."""
+    """Logits and a ``dim``; with ``offset``, logits around +-offset (per tensor), some
+    far below the rest (``draw_logits``)."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         shape = d.shape(0, 3, empty=not offset)
         bound = max(len(shape), 1)
-        value = d.uniform(shape, np.float64, -3.0, 3.0) + offset * d.pick([1.0, -1.0])
+        value = draw_logits(d, shape, offset)
         return Sample((d.tensor(value.astype(dtype)),), {"dim": d.integer(-bound, bound - 1)})
 
     return sample
@@ -60,7 +61,8 @@ def _mse_sample(d: Draw, dtype: np.dtype) -> Sample:
 def _cross_entropy_sample(offset: float = 0.0):
     """Logits (C,), (N, C) or (N, C, d) and class indices, some of them ignored;
     every reduction, ignore_index and label_smoothing. With ``offset`` (the stability
-    check), logits around +-offset and no target ignored on purpose."""
+    check), logits around +-offset, some far below the rest (``draw_logits``), and no
+    target ignored on purpose."""
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         classes = d.integer(1, 5)
@@ -83,7 +85,7 @@ def _cross_entropy_sample(offset: float = 0.0):
             kwargs["reduction"] = d.pick(["mean", "sum", "none"])
         if d.flag():
             kwargs["label_smoothing"] = d.pick([0.1, 0.3])
-        logits = d.uniform(shape, np.float64, -3.0, 3.0) + offset * d.pick([1.0, -1.0])
+        logits = draw_logits(d, shape, offset)
         return Sample((d.tensor(logits.astype(dtype)),
                        d.tensor(np.asarray(target, dtype=np.int64), grad=False)), kwargs)
 

@@ -15,6 +15,7 @@ from ._build import (
     SampleFn,
     Values,
     among,
+    draw_logits,
     gap_to_runner_up,
     tensor_arg,
     tie_extremes,
@@ -91,7 +92,7 @@ def _logsumexp_sample(offset: float = 0.0):
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         shape = d.shape(0, 3)
         dim = d.dims(len(shape), allow_none=False)
-        value = d.uniform(shape, np.float64, -3.0, 3.0) + offset * d.pick([1.0, -1.0])
+        value = draw_logits(d, shape, offset)
         kwargs = {"keepdim": True} if d.flag() else {}
         return Sample((d.tensor(value.astype(dtype)), dim), kwargs)
 

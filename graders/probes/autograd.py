@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import probe
-from ._functions import apply, functions
+from ._functions import apply, functions, own_recording, run_backward
 from ._observe import array, grad, raised
 
 
@@ -17,7 +19,20 @@ def _leaf(tt: Any, values: Any, requires_grad: bool = True) -> Any:
     return tt.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
 
 
+def _recorded_by_the_probes(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run the probe with the probes' own graph recording (``own_recording``): tasks
+    1.2-1.4 are graded whatever the state of task 1.1's ``record``."""
+
+    @functools.wraps(fn)
+    def wrapper(tt: Any, *args: Any, **kwargs: Any) -> Any:
+        with own_recording(tt):
+            return fn(tt, *args, **kwargs)
+
+    return wrapper
+
+
 @probe
+@_recorded_by_the_probes
 def worked_example(tt: Any, x: np.ndarray) -> dict[str, Any]:
     """The course's y = x * exp(x^2), summed, then backward."""
     fns = functions(tt)
@@ -28,6 +43,7 @@ def worked_example(tt: Any, x: np.ndarray) -> dict[str, Any]:
 
 
 @probe
+@_recorded_by_the_probes
 def backward_errors(tt: Any) -> dict[str, Any]:
     """The errors PyTorch raises: backward twice, implicit grad of a non-scalar, backward
     of a tensor that does not require grad; and what must work: one-element outputs."""
@@ -45,23 +61,13 @@ def backward_errors(tt: Any) -> dict[str, Any]:
 
 
 @probe
+@_recorded_by_the_probes
 def explicit_gradient(tt: Any, x: np.ndarray, g: np.ndarray) -> dict[str, Any]:
     """y = sin(x) * x backpropagated with an explicit gradient ``g``."""
     fns = functions(tt)
     xt = _leaf(tt, x)
     y = apply(fns, "mul", [apply(fns, "sin", [xt]), xt])
     y.backward(tt.tensor(np.asarray(g, dtype=np.float64)))
-    return {"grad": grad(xt)}
-
-
-@probe
-def multiple_roots(tt: Any, x: np.ndarray, g1: np.ndarray, g2: np.ndarray) -> dict[str, Any]:
-    """``tt.autograd.backward([sin(x), x*x], [g1, g2])``: one pass over two roots."""
-    fns = functions(tt)
-    xt = _leaf(tt, x)
-    a = apply(fns, "sin", [xt])
-    b = apply(fns, "square", [xt])
-    tt.autograd.backward([a, b], [tt.tensor(g1), tt.tensor(g2)])
     return {"grad": grad(xt)}
 
 
@@ -72,6 +78,7 @@ def _records(tt: Any) -> bool:
 
 
 @probe
+@_recorded_by_the_probes
 def grad_mode_script(tt: Any, script: list[list[Any]]) -> list[Any]:
     """Run a nest of grad-mode contexts; at every "check" report (is_grad_enabled,
     whether an op on a requires-grad input records)."""
@@ -119,6 +126,7 @@ def grad_mode_restored_after_exception(tt: Any) -> dict[str, Any]:
 
 
 @probe
+@_recorded_by_the_probes
 def grad_mode_decorators(tt: Any) -> dict[str, Any]:
     """no_grad(), enable_grad() and set_grad_enabled(b) used as decorators."""
 
@@ -152,6 +160,7 @@ def grad_mode_decorators(tt: Any) -> dict[str, Any]:
 
 
 @probe
+@_recorded_by_the_probes
 def grad_mode_threads(tt: Any) -> dict[str, Any]:
     """Grad mode is per thread: no_grad in one thread leaves another recording."""
     inside = threading.Event()
@@ -185,6 +194,7 @@ def grad_mode_threads(tt: Any) -> dict[str, Any]:
 
 
 @probe
+@_recorded_by_the_probes
 def inference_mode_tensors(tt: Any) -> dict[str, Any]:
     """Inside inference_mode: no recording, inference tensors; outside: their limits."""
     fns = functions(tt)
@@ -216,6 +226,7 @@ def inference_mode_tensors(tt: Any) -> dict[str, Any]:
 
 
 @probe
+@_recorded_by_the_probes
 def eval_keeps_autograd(tt: Any) -> dict[str, Any]:
     """module.eval() changes train/eval behaviour only; no_grad stops recording."""
     fns = functions(tt)
@@ -243,7 +254,10 @@ def eval_keeps_autograd(tt: Any) -> dict[str, Any]:
 
 
 # ----- retain_grad, hooks, detach ------------------------------------------------------
+# Task 1.4 runs backward with the probes' own engine (``_functions.run_backward``), so its
+# hooks and retain_grad are graded whatever the state of the submission's engine (1.2).
 @probe
+@_recorded_by_the_probes
 def retain_grad(tt: Any, x: np.ndarray, k: float, calls: int) -> dict[str, Any]:
     """a = 3x (retained), b = k*a (not retained), loss = sum(b); ``calls`` backward passes.
     A chain of ops that save nothing, so it only exercises retain_grad itself."""
@@ -254,7 +268,7 @@ def retain_grad(tt: Any, x: np.ndarray, k: float, calls: int) -> dict[str, Any]:
     b = apply(fns, "scale", [a, k])
     out = apply(fns, "sum", [b])
     for _ in range(calls):
-        out.backward(retain_graph=True)
+        run_backward(tt, [(out, None)], retain_graph=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         b_grad = b.grad
@@ -270,6 +284,7 @@ def retain_grad(tt: Any, x: np.ndarray, k: float, calls: int) -> dict[str, Any]:
 
 
 @probe
+@_recorded_by_the_probes
 def hooks(tt: Any, x: np.ndarray, factor: float) -> dict[str, Any]:
     """x -> mid = sin(x) (hook returns grad * factor) -> y = 2 * mid; hook on x too."""
     fns = functions(tt)
@@ -280,21 +295,22 @@ def hooks(tt: Any, x: np.ndarray, factor: float) -> dict[str, Any]:
     mid = apply(fns, "sin", [xt])
     mid.register_hook(lambda g: (seen_mid.append(array(g)), apply(fns, "scale", [g, factor]))[1])
     y = apply(fns, "scale", [mid, 2.0])
-    apply(fns, "sum", [y]).backward()
+    run_backward(tt, [(apply(fns, "sum", [y]), None)])
     return {"grad": grad(xt), "leaf_calls": seen_leaf, "mid_calls": seen_mid}
 
 
 @probe
+@_recorded_by_the_probes
 def hook_replaces_leaf_grad(tt: Any, x: np.ndarray) -> dict[str, Any]:
     """A leaf hook's return value is what gets accumulated; removed hooks stop."""
     fns = functions(tt)
     xt = _leaf(tt, x)
     handle = xt.register_hook(lambda g: apply(fns, "scale", [g, 10.0]))
-    apply(fns, "sum", [apply(fns, "sin", [xt])]).backward()
+    run_backward(tt, [(apply(fns, "sum", [apply(fns, "sin", [xt])]), None)])
     first = grad(xt)
     handle.remove()
     xt.grad = None
-    apply(fns, "sum", [apply(fns, "sin", [xt])]).backward()
+    run_backward(tt, [(apply(fns, "sum", [apply(fns, "sin", [xt])]), None)])
     plain = tt.tensor([1.0], requires_grad=False)
     return {
         "hooked": first,
@@ -304,6 +320,7 @@ def hook_replaces_leaf_grad(tt: Any, x: np.ndarray) -> dict[str, Any]:
 
 
 @probe
+@_recorded_by_the_probes
 def detach(tt: Any, x: np.ndarray) -> dict[str, Any]:
     """detach(): a leaf sharing storage, no history; gradient stops there."""
     fns = functions(tt)
@@ -311,7 +328,7 @@ def detach(tt: Any, x: np.ndarray) -> dict[str, Any]:
     mid = apply(fns, "sin", [xt])
     d = mid.detach()
     y = apply(fns, "mul", [xt, d])  # d(x * stop(sin x))/dx = sin x
-    apply(fns, "sum", [y]).backward()
+    run_backward(tt, [(apply(fns, "sum", [y]), None)])
     return {
         "requires_grad": bool(d.requires_grad),
         "is_leaf": bool(d.is_leaf),
@@ -320,4 +337,71 @@ def detach(tt: Any, x: np.ndarray) -> dict[str, Any]:
         "shares_version": d._version_counter is mid._version_counter,
         "values": array(d),
         "grad": grad(xt),
+    }
+
+
+def _hook(tt: Any, seen: list[Any], where: str, index: int, step: list[Any]) -> Callable:
+    """A hook that logs what it sees, then returns grad * k ("mul"), grad + c ("add") or
+    None ("observe")."""
+    kind = step[0]
+
+    def hook(g: Any) -> Any:
+        seen.append([where, index, array(g)])
+        if kind == "mul":
+            return tt.tensor(array(g) * float(step[1]))
+        if kind == "add":
+            return tt.tensor(array(g) + float(step[1]))
+        return None
+
+    return hook
+
+
+@probe
+@_recorded_by_the_probes
+def hook_chain(tt: Any, x: np.ndarray, mid_steps: list[list[Any]],
+               leaf_steps: list[list[Any]]) -> dict[str, Any]:
+    """mid = sin(x); y = 2 * mid; sum(y).backward(). Before that, ``mid_steps`` on mid and
+    ``leaf_steps`` on x, in order: ["retain"] calls retain_grad(), any other step registers
+    a hook (``_hook``). Reports every hook call in order, mid.grad, x.grad and
+    retains_grad."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    mid = apply(fns, "sin", [xt])
+    seen: list[Any] = []
+    for where, tensor, steps in (("mid", mid, mid_steps), ("x", xt, leaf_steps)):
+        for i, step in enumerate(steps):
+            if step[0] == "retain":
+                tensor.retain_grad()
+            else:
+                tensor.register_hook(_hook(tt, seen, where, i, step))
+    y = apply(fns, "scale", [mid, 2.0])
+    run_backward(tt, [(apply(fns, "sum", [y]), None)])
+    return {"seen": seen, "mid_grad": grad(mid), "x_grad": grad(xt),
+            "retains_grad": [bool(mid.retains_grad), bool(xt.retains_grad)]}
+
+
+@probe
+@_recorded_by_the_probes
+def retain_grad_misuse(tt: Any) -> dict[str, Any]:
+    """retain_grad() where torch refuses it (no requires_grad), twice on one tensor, and
+    what retains_grad says before and after."""
+    fns = functions(tt)
+    plain = _leaf(tt, [1.0, 2.0], requires_grad=False)
+    computed = apply(fns, "mul", [plain, plain])  # not recorded: no input requires grad
+    x = _leaf(tt, [0.5, -1.0])
+    mid = apply(fns, "scale", [x, 3.0])
+    before = [bool(x.retains_grad), bool(mid.retains_grad)]
+    leaf = raised(lambda: x.retain_grad())
+    mid.retain_grad()
+    mid.retain_grad()
+    after = [bool(x.retains_grad), bool(mid.retains_grad)]
+    run_backward(tt, [(apply(fns, "sum", [apply(fns, "scale", [mid, 2.0])]), None)])
+    return {
+        "plain": raised(lambda: plain.retain_grad()),
+        "computed": raised(lambda: computed.retain_grad()),
+        "leaf": leaf,
+        "before": before,
+        "after": after,
+        "after_backward": [bool(x.retains_grad), bool(mid.retains_grad)],
+        "mid_grad": grad(mid),
     }

@@ -8,12 +8,21 @@ Isolation from assignment 1: while the operator runs, ``tinytrain.autograd.funct
 backward is called directly with the incoming gradients, so an operator is graded even
 while the student's graph building and engine are unfinished. An operator built from
 several Functions (a composite) is graded through the real engine instead.
+
+Isolation from the other tasks of assignment 2: a helper that belongs to one task and
+that operators of other tasks call (2.1's ``sum_to_shape``, which matmul's backward
+uses) is replaced, while those operators run, by the probes' own copy (``own_helpers``,
+named by the grader).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import operator
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -137,7 +146,60 @@ def _direct_backward(capture: _Capture, inputs: _Inputs,
     return [found.get(id(t)) for t in inputs.wanted]
 
 
+def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The probes' own copy of task 2.1's broadcast reducer: sum ``grad`` over the dims
+    broadcasting prepended and the size-1 dims it stretched."""
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
+
+
+_HELPERS = {"sum_to_shape": ("ops._helpers", _sum_to_shape)}  # name: (its module, our copy)
+
+
+@contextlib.contextmanager
+def _own_helpers(tt: Any, names: list[str]) -> Iterator[None]:
+    """Put the probes' copies of the named helpers in place of the submission's in every
+    loaded module of ``tt.ops`` that holds the submission's (the operators look them up
+    as module globals at each call), and put the originals back afterwards."""
+    swapped = []
+    try:
+        for name in names:
+            home, copy = _HELPERS[name]
+            original = getattr(importlib.import_module(f"{tt.__name__}.{home}"), name, None)
+            prefix = f"{tt.__name__}.ops"
+            for module_name, module in list(sys.modules.items()):
+                if original is None or not (module_name == prefix
+                                            or module_name.startswith(prefix + ".")):
+                    continue
+                if getattr(module, name, None) is original:
+                    setattr(module, name, copy)
+                    swapped.append((module, name, original))
+        yield
+    finally:
+        for module, name, original in swapped:
+            setattr(module, name, original)
+
+
+def _with_own_helpers(fn: Any) -> Any:
+    """Let a probe take ``own_helpers`` (names of helpers of other tasks, see
+    ``_own_helpers``) and run with the probes' copies of them."""
+
+    @functools.wraps(fn)
+    def wrapper(tt: Any, *args: Any, own_helpers: list[str] | None = None, **kwargs: Any) -> Any:
+        with _own_helpers(tt, list(own_helpers or [])):
+            return fn(tt, *args, **kwargs)
+
+    return wrapper
+
+
 @probe
+@_with_own_helpers
 def forward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """The operator's outputs (nothing is recorded, so assignment 1 is not needed)."""
     inputs = _Inputs(tt, args, kwargs, requires_grad=False)
@@ -146,6 +208,7 @@ def forward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict
 
 
 @probe
+@_with_own_helpers
 def backward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any],
              grad_outputs: list[np.ndarray | None]) -> dict[str, Any]:
     """Outputs, and the gradient of each wanted input for ``grad_outputs``: from the
@@ -165,6 +228,7 @@ def backward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any],
 
 
 @probe
+@_with_own_helpers
 def view(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Whether the output is a view of the first input (contiguous inputs): shared
     storage, shared version counter, and ``_base`` the input."""
@@ -179,6 +243,7 @@ def view(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict[st
 
 
 @probe
+@_with_own_helpers
 def raises(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """What the operator raises on these inputs ({"type": None} when nothing)."""
     inputs = _Inputs(tt, args, kwargs, requires_grad=False)

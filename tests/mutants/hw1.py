@@ -48,6 +48,95 @@ MUTANTS = [
         why="a node runs as soon as one gradient reaches it, before all its consumers ran",
     ),
     Mutant(
+        id="output-nr-always-zero",
+        task="1.1",
+        file="autograd/function.py",
+        find="            out._output_nr = nr\n",
+        replace="            out._output_nr = 0\n",
+        why="every output of a multi-output Function is recorded as output 0, so edges "
+            "point at (and gradients flow to) the wrong output",
+    ),
+    Mutant(
+        id="integer-outputs-get-grad-fn",
+        task="1.1",
+        file="autograd/function.py",
+        find="        if out.data.dtype in dtypes.FLOATING:  # integer outputs (indices) are "
+             "not differentiable\n",
+        replace="        if True:\n",
+        why="integer outputs (indices, masks) get a grad_fn and requires_grad=True",
+    ),
+    Mutant(
+        id="records-in-inference-mode-with-enable-grad",
+        task="1.1",
+        file="autograd/function.py",
+        find="    if not grad_mode.is_grad_enabled() or grad_mode.is_inference_mode_enabled():\n"
+             "        return False\n    needs =",
+        replace="    if not grad_mode.is_grad_enabled():\n        return False\n    needs =",
+        why="recording checks grad mode only: inference_mode with enable_grad inside records",
+    ),
+    Mutant(
+        id="skips-nodes-below-none",
+        task="1.2",
+        file="autograd/engine.py",
+        find="""        if any(g is not None for g in grads):
+            input_grads = node._run_backward(grads)
+        else:
+            input_grads = (None,) * len(node.next_functions)
+""",
+        replace="""        if all(g is None for g in grads):
+            continue
+        input_grads = node._run_backward(grads)
+""",
+        why="a node that received only None gradients is skipped without releasing its "
+            "inputs, so the nodes below it never run (y = Zero(b) + a loses a's gradient)",
+    ),
+    Mutant(
+        id="roots-one-at-a-time",
+        task="1.2",
+        file="autograd/engine.py",
+        find="    run_backward(roots, retain_graph)\n",
+        replace="    for root in roots:\n        run_backward([root], retain_graph)\n",
+        why="several roots run one backward pass each: a root that is an ancestor of another "
+            "finds its graph freed",
+    ),
+    Mutant(
+        id="leaf-grad-not-copied",
+        task="1.2",
+        file="autograd/function.py",
+        find="        leaf._grad = Tensor(np.array(grad, dtype=leaf.data.dtype, copy=True))",
+        replace="        leaf._grad = Tensor(grad)",
+        why="a leaf's first .grad is the array the engine handed over, which another leaf or "
+            "the caller's gradient also holds; the next accumulation changes both",
+    ),
+    Mutant(
+        id="buffer-summed-in-place",
+        task="1.2",
+        file="autograd/engine.py",
+        find="    buffer[output_nr] = grad if buffer[output_nr] is None else "
+             "buffer[output_nr] + grad",
+        replace="    if buffer[output_nr] is None:\n        buffer[output_nr] = grad\n"
+                "    else:\n        buffer[output_nr] += grad",
+        why="gradients from several paths are summed into the first array received, which "
+            "a Function may have handed to another node too (Add returns one array twice)",
+    ),
+    Mutant(
+        id="buffer-ignores-output-nr",
+        task="1.2",
+        file="autograd/engine.py",
+        find="    buffer[output_nr] = grad if buffer[output_nr] is None else "
+             "buffer[output_nr] + grad",
+        replace="    buffer[0] = grad if buffer[0] is None else buffer[0] + grad",
+        why="every gradient for a multi-output node goes to its first output",
+    ),
+    Mutant(
+        id="engine-ignores-tensor-hooks",
+        task="1.2",
+        file="autograd/engine.py",
+        find="        if node._has_tensor_hooks():\n            grads = node._run_tensor_hooks(grads)\n",
+        replace="",
+        why="the engine never lets a node apply its tensor hooks",
+    ),
+    Mutant(
         id="no-grad-still-records",
         task="1.3",
         file="autograd/grad_mode.py",
@@ -105,6 +194,80 @@ class enable_grad""",
         why="a retained non-leaf .grad is replaced on each backward instead of accumulated",
     ),
     Mutant(
+        id="retained-before-hooks",
+        task="1.4",
+        file="autograd/function.py",
+        find="""        for nr, hooks in self._tensor_hooks.items():
+            for hook in list(hooks):
+                if grads[nr] is None:
+                    continue
+                result = hook(Tensor(grads[nr]))
+                if result is not None:
+                    grads[nr] = result.data
+        for nr, ref in self._retained.items():
+            tensor = ref()
+            if tensor is None or grads[nr] is None:
+                continue
+            if tensor._grad is None:
+                tensor._grad = Tensor(grads[nr].copy())
+            else:
+                tensor._grad = Tensor(tensor._grad.data + grads[nr])
+        return grads""",
+        replace="""        for nr, ref in self._retained.items():
+            tensor = ref()
+            if tensor is None or grads[nr] is None:
+                continue
+            if tensor._grad is None:
+                tensor._grad = Tensor(grads[nr].copy())
+            else:
+                tensor._grad = Tensor(tensor._grad.data + grads[nr])
+        for nr, hooks in self._tensor_hooks.items():
+            for hook in list(hooks):
+                if grads[nr] is None:
+                    continue
+                result = hook(Tensor(grads[nr]))
+                if result is not None:
+                    grads[nr] = result.data
+        return grads""",
+        why="retain_grad keeps the gradient before the tensor's hooks ran, not after",
+    ),
+    Mutant(
+        id="hooks-see-original-gradient",
+        task="1.4",
+        file="autograd/function.py",
+        find="""        for nr, hooks in self._tensor_hooks.items():
+            for hook in list(hooks):
+                if grads[nr] is None:
+                    continue
+                result = hook(Tensor(grads[nr]))""",
+        replace="""        for nr, hooks in self._tensor_hooks.items():
+            original = grads[nr]
+            for hook in list(hooks):
+                if grads[nr] is None:
+                    continue
+                result = hook(Tensor(original))""",
+        why="each of several hooks on a tensor sees the original gradient, not the previous "
+            "hook's result (the last result wins)",
+    ),
+    Mutant(
+        id="leaf-hooks-reversed",
+        task="1.4",
+        file="autograd/function.py",
+        find="        for hook in list(self.variable._backward_hooks or ()):",
+        replace="        for hook in reversed(list(self.variable._backward_hooks or ())):",
+        why="a leaf's hooks run in reverse order of registration",
+    ),
+    Mutant(
+        id="retain-grad-without-requires-grad",
+        task="1.4",
+        file="tensor.py",
+        find="""        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None:""",
+        replace="""        if self.grad_fn is None:""",
+        why="retain_grad() on a tensor that does not require grad is silently accepted",
+    ),
+    Mutant(
         id="detach-copies",
         task="1.4",
         file="tensor.py",
@@ -116,6 +279,20 @@ class enable_grad""",
 ]
 
 ALTERNATIVES = [
+    Mutant(
+        id="engine-runs-nodes-without-gradient",
+        task="1.2",
+        file="autograd/engine.py",
+        find="""        if any(g is not None for g in grads):
+            input_grads = node._run_backward(grads)
+        else:
+            input_grads = (None,) * len(node.next_functions)
+""",
+        replace="""        input_grads = node._run_backward(grads)  # None becomes zeros
+""",
+        why="runs a node that received only None gradients with zeros, as torch runs a "
+            "torch.autograd.Function (materialize_grads)",
+    ),
     Mutant(
         id="breadth-first-engine",
         task="1.2",

@@ -3,7 +3,9 @@
 There is a wrong value at each kind of kink SEMANTICS.md lists (relu(0), leaky_relu(0),
 abs(0), clamp and hardtanh at their bounds, max()/min() ties, max(dim) ties, amax ties,
 maximum with x == y, sqrt(0), pow at 0, where's unselected branch), broadcast gradients
-not reduced, a matmul backward that only works for 2-D, and overflowing softmax-likes.
+not reduced (in an operator and in 2.1's shared reducer, which must cost 2.1 only), a matmul
+backward that only works for 2-D, overflowing softmax-likes, and log-softmaxes taken as the
+log of a softmax that underflows.
 """
 
 from . import Mutant
@@ -17,6 +19,18 @@ MUTANTS = [
         find="grad_b = sum_to_shape(grad * a.data, b_shape) if ctx.needs_input_grad[1] else None",
         replace="grad_b = grad * a.data if ctx.needs_input_grad[1] else None",
         why="mul's gradient for a broadcast operand is not summed back to its shape",
+    ),
+    Mutant(
+        id="sum-to-shape-ignores-size-one-dims",
+        task="2.1",
+        file="ops/_helpers.py",
+        find="""    ones = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if ones:
+        grad = grad.sum(axis=ones, keepdims=True)
+    return grad""",
+        replace="    return grad",
+        why="the broadcast reducer sums the prepended dims but not the stretched size-1 "
+            "dims (matmul's backward uses it too: that must cost 2.1 only)",
     ),
     Mutant(
         id="div-grad-wrong-sign",
@@ -245,6 +259,18 @@ MUTANTS = [
         why="softmax without subtracting the max: exp(1e4) overflows to inf/inf = NaN",
     ),
     Mutant(
+        id="log-softmax-log-of-softmax",
+        task="2.6",
+        file="ops/activation.py",
+        find="        result = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))\n"
+             "        ctx.save_for_backward(result)",
+        replace="        e = np.exp(shifted)\n"
+                "        result = np.log(e / e.sum(axis=axis, keepdims=True))\n"
+                "        ctx.save_for_backward(result)",
+        why="log_softmax as log(softmax(x)): a probability that underflows to 0 gives -inf "
+            "([0, 200] in float32: [-inf, 0], torch [-200, 0])",
+    ),
+    Mutant(
         id="gelu-tanh-computes-exact",
         task="2.6",
         file="ops/activation.py",
@@ -276,6 +302,17 @@ MUTANTS = [
         find="shifted = logits - logits.max(axis=-1, keepdims=True)",
         replace="shifted = logits",
         why="cross_entropy's log-softmax without the max shift overflows for large logits",
+    ),
+    Mutant(
+        id="cross-entropy-log-of-softmax",
+        task="2.7",
+        file="ops/loss.py",
+        find="        log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))\n"
+             "        valid",
+        replace="        e = np.exp(shifted)\n"
+                "        log_probs = np.log(e / e.sum(axis=-1, keepdims=True))\n        valid",
+        why="cross_entropy takes the log of a softmax: a class whose probability underflows "
+            "gives an infinite loss",
     ),
     Mutant(
         id="mse-mean-grad-not-divided",

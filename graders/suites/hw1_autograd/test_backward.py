@@ -1,25 +1,93 @@
-"""Task 1.2: backward (topological order, sums over paths, accumulation, errors)."""
+"""Task 1.2: backward (topological order, sums over paths, accumulation, errors).
+
+The engine is graded on graphs recorded by the probes' own copy of task 1.1's ``record``
+(``graders.probes._functions.own_recording``), so a 1.1 mistake costs 1.1 only. The
+programs hold Functions with two outputs (gradients must reach the right one, or none when
+an output is unused), integer outputs, and ``zero``, whose backward returns None: the
+nodes below a node that received no gradient must still run their share."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks import assert_close, assert_conforms, assert_equal, assert_raises_like
 from graders.oracle import programs as oracle
-from graders.strategies.programs import describe, programs
-from graders.suites._support import examples, literal, program_reproducer, task
+from graders.strategies.programs import (
+    backward_reach,
+    describe,
+    layout,
+    needs_grad,
+    operands,
+    outputs,
+    programs,
+    reproducer,
+)
+from graders.suites._support import examples, literal, task
 
 small_vectors = arrays(np.float64, st.integers(1, 5), elements=st.floats(-1.5, 1.5))
 
+# fixed programs every grading runs besides the drawn ones
+ZERO_BELOW = {  # y = Zero(b) + a with b = a * a, a = sin(x): torch gives x.grad = cos(x)
+    "leaves": [[np.array([0.5, -1.0]), True]],
+    "ops": [["sin", 0], ["square", 1], ["zero", 2], ["add", 3, 1], ["sum", 4]]}
+SHARED_ARRAY = {  # Add hands one gradient array to both leaves
+    "leaves": [[np.array([0.5, -1.0]), True], [np.array([2.0, 3.0]), True]],
+    "ops": [["add", 0, 1], ["sum", 2]]}
+ONE_OUTPUT_USED = {  # sin(x), cos(x) = SinCos(x); only cos is used
+    "leaves": [[np.array([0.5, -1.0, 2.0]), True]],
+    "ops": [["sincos", 0], ["scale", 2, 3.0], ["add", 3, 0], ["sum", 4]]}
+KEY_PROGRAMS = [ZERO_BELOW, SHARED_ARRAY, ONE_OUTPUT_USED]
 
-def _check_grads(got, expected, program, calls=1):
-    for i, (g, e) in enumerate(zip(got, expected, strict=False)):
-        assert_close(g, e, what=f"x{i}.grad", case=describe(program),
-                     reproducer=program_reproducer(program, calls))
+
+def _key_programs(**extra):
+    """Add the key programs as explicit examples (with ``extra`` arguments)."""
+
+    def decorate(test):
+        for program in reversed(KEY_PROGRAMS):
+            test = example(program=program, **extra)(test)
+        return test
+
+    return decorate
+
+
+def _observe(submission, program, **kwargs):
+    """Run programs.backward and check the answer's structure against the program."""
+    got = submission.call("programs.backward", program, **kwargs)
+    n_leaves = len(program["leaves"])
+    n_values = n_leaves + sum(len(outputs(op)) for op, *_ in program["ops"])
+    n_given = len(kwargs.get("root_grads") or [])
+    assert_conforms(got, {"grads": [None] * n_leaves, "non_leaf_has_grad": [True] * (
+        n_values - n_leaves), "calls": None, "output": None,
+        "given_unchanged": [True] * n_given, "shares_memory": [True] * n_leaves},
+        what="the backward observation")
+    if not isinstance(got["calls"], list) or not all(isinstance(c, str) for c in got["calls"]):
+        raise AssertionError(f"the backward observation['calls']: malformed answer: "
+                             f"{got['calls']!r}")
+    return got
+
+
+def _check_grads(got, expected, program, calls=1, roots=None, note="", root_grads=None):
+    repro = reproducer(program, calls, roots=roots, root_grads=root_grads)
+    case = describe(program) + note + ("" if roots is None else
+                                       f"; tt.autograd.backward of {[f'v{r}' for r in roots]}")
+    for i, (g, e) in enumerate(zip(got["grads"], expected, strict=True)):
+        assert_close(g, e, what=f"x{i}.grad", case=case, reproducer=repro)
+    shared = [f"x{i}" for i, s in enumerate(got["shares_memory"]) if s]
+    if shared:
+        raise AssertionError(
+            f"the .grad of {', '.join(shared)} shares memory with another leaf's .grad or "
+            "with a gradient given to backward (torch never does: accumulating into it "
+            f"later would change the other one too)\n  case: {case}\n  reproduce:\n"
+            + "\n".join("    " + line for line in repro.splitlines()))
+    changed = [k for k, same in enumerate(got["given_unchanged"]) if not same]
+    if changed:
+        raise AssertionError(
+            f"backward changed the values of the gradient tensor(s) given to it (g{changed[0]}"
+            f"): torch never writes into them\n  case: {case}")
 
 
 @task("1.2")
@@ -28,6 +96,7 @@ def _check_grads(got, expected, program, calls=1):
 def test_worked_example(submission, x):
     """The course's example: y = x * exp(x^2) has dy/dx = exp(x^2) * (1 + 2x^2)."""
     got = submission.call("autograd.worked_example", x)
+    assert_conforms(got, {"y": None, "grad": None}, what="the observation")
     t = torch.tensor(x, requires_grad=True)
     (t * torch.exp(t * t)).sum().backward()
     reproducer = (f"import tinytrain as tt\nx = tt.tensor({literal(x)}, dtype=tt.float64, "
@@ -40,67 +109,78 @@ def test_worked_example(submission, x):
 
 @task("1.2")
 @settings(max_examples=examples(30))
-@given(program=programs())
+@given(program=programs(extended=True))
+@_key_programs()
 def test_random_graphs(submission, program):
-    """Leaf gradients match torch on random graphs with branches and reused values."""
-    got = submission.call("programs.backward", program)
-    _check_grads(got["grads"], oracle.leaf_grads(program), program)
+    """Leaf gradients match torch on random graphs with branches, reused values, two-output
+    and integer-output Functions, and nodes that receive no gradient (below a backward
+    that returns None)."""
+    got = _observe(submission, program)
+    _check_grads(got, oracle.leaf_grads(program), program)
 
 
 @task("1.2")
 @settings(max_examples=examples(10))
-@given(program=programs(max_ops=4))
+@given(program=programs(max_ops=4, extended=True))
+@_key_programs()
 def test_each_node_runs_once_after_its_consumers(submission, program):
-    """Every node's backward runs exactly once, after all nodes that feed it a gradient."""
-    got = submission.call("programs.backward", program)
-    n_leaves = len(program["leaves"])
-    labels = [f"v{n_leaves + i}" for i in range(len(program["ops"]))]
-    reachable = _nodes_needing_backward(program)
+    """Every node that receives a gradient runs its backward exactly once, after all nodes
+    that feed it a gradient; nodes backward cannot reach never run. (A node reached only
+    below a backward that returned None may run, with zeros, as a torch Function does,
+    or be skipped; either way the nodes below it must still get their gradients.)"""
+    got = _observe(submission, program)
+    live, dead = backward_reach(program)
+    first = layout(program)
+    labels = {f"v{first[i]}": i for i in range(len(program["ops"]))}
     calls = got["calls"]
-    for label in labels:
-        if label in reachable:
-            assert_equal(calls.count(label), 1, what=f"number of backward calls of {label}",
+    for label, i in labels.items():
+        count = calls.count(label)
+        if i in live:
+            assert_equal(count, 1, what=f"number of backward calls of {label}",
                          case=describe(program))
+        elif i in dead:
+            assert count <= 1, (f"backward of {label} ran {count} times\n"
+                                f"  case: {describe(program)}")
+        else:
+            assert_equal(count, 0, what=f"number of backward calls of {label}, which no "
+                         "path from the output reaches", case=describe(program))
     position = {label: calls.index(label) for label in labels if label in calls}
+    producer = {}
+    for i, (op, *_) in enumerate(program["ops"]):
+        for k in range(len(outputs(op))):
+            producer[first[i] + k] = f"v{first[i]}"
     for i, (op, *args) in enumerate(program["ops"]):
-        consumer = f"v{n_leaves + i}"
-        operands = args[:1] if op == "scale" else args
-        for a in operands:
-            producer = f"v{a}"
-            if producer in position and consumer in position:
-                assert position[consumer] < position[producer], (
-                    f"backward of {producer} ran before backward of {consumer}, which sends "
-                    f"it a gradient (a node must wait for all its consumers)\n"
+        consumer = f"v{first[i]}"
+        for a in operands(op, args):
+            if a not in producer:
+                continue
+            if producer[a] in position and consumer in position:
+                assert position[consumer] < position[producer[a]], (
+                    f"backward of {producer[a]} ran before backward of {consumer}, which "
+                    f"sends it a gradient (a node must wait for all its consumers)\n"
                     f"  case: {describe(program)}\n  order: {calls}")
 
 
-def _nodes_needing_backward(program):
-    """Labels of op values that depend on a leaf requiring grad."""
-    n_leaves = len(program["leaves"])
-    needs = [bool(rg) for _, rg in program["leaves"]]
-    for op, *args in program["ops"]:
-        operands = args[:1] if op == "scale" else args
-        needs.append(any(needs[a] for a in operands))
-    return {f"v{i}" for i in range(n_leaves, len(needs)) if needs[i]}
-
-
 @task("1.2")
 @settings(max_examples=examples(10))
-@given(program=programs(max_ops=5), calls=st.integers(2, 3))
+@given(program=programs(max_ops=5, extended=True), calls=st.integers(2, 3))
+@_key_programs(calls=2)
 def test_leaf_grads_accumulate_across_calls(submission, program, calls):
-    """Calling backward again (on a new forward) adds into .grad instead of replacing it."""
-    got = submission.call("programs.backward", program, calls=calls, rebuild=True)
-    _check_grads(got["grads"], oracle.leaf_grads(program, calls), program, calls)
+    """Calling backward again (on a new forward) adds into .grad instead of replacing it,
+    and into an array of the leaf's own (not one the engine handed to another leaf)."""
+    got = _observe(submission, program, calls=calls, rebuild=True)
+    _check_grads(got, oracle.leaf_grads(program, calls), program, calls)
 
 
 @task("1.2")
 @settings(max_examples=examples(10))
-@given(program=programs(max_ops=5))
+@given(program=programs(max_ops=5, extended=True))
+@_key_programs()
 def test_retain_graph_allows_a_second_backward(submission, program):
     """backward(retain_graph=True) keeps saved tensors: a second pass doubles the grads."""
-    got = submission.call("programs.backward", program, calls=2, retain_graph=True)
+    got = _observe(submission, program, calls=2, retain_graph=True)
     expected = [None if g is None else 2 * g for g in oracle.leaf_grads(program)]
-    _check_grads(got["grads"], expected, program, 2)
+    _check_grads(got, expected, program, 2)
 
 
 @task("1.2")
@@ -108,16 +188,21 @@ def test_non_leaf_grad_stays_none(submission):
     """Only leaves get .grad: intermediate values keep .grad None (without retain_grad)."""
     program = {"leaves": [[np.array([0.5, -1.0]), True]],
                "ops": [["sin", 0], ["mul", 1, 0], ["sum", 2]]}
-    got = submission.call("programs.backward", program)
+    got = _observe(submission, program)
     assert_equal(got["non_leaf_has_grad"], [False, False, False],
                  what="which non-leaf values have a .grad")
-    _check_grads(got["grads"], oracle.leaf_grads(program), program)
+    _check_grads(got, oracle.leaf_grads(program), program)
+
+
+_RAISED = {"type": None, "message": ""}
 
 
 @task("1.2")
 def test_backward_errors_match_torch(submission):
     """PyTorch's errors: backward twice, non-scalar implicit grad, no grad to compute."""
     got = submission.call("autograd.backward_errors")
+    assert_conforms(got, {k: _RAISED for k in ("twice", "non_scalar", "no_grad_tensor",
+                                               "one_element")}, what="the observation")
     assert_raises_like(got["twice"], "RuntimeError", what="a second backward without retain_graph",
                        contains=("backward through the graph a second time",))
     assert_raises_like(got["non_scalar"], "RuntimeError", what="backward() of a non-scalar",
@@ -136,21 +221,59 @@ def test_explicit_gradient_argument(submission, data):
     x = data.draw(small_vectors)
     g = data.draw(arrays(np.float64, x.shape, elements=st.floats(-2, 2)))
     got = submission.call("autograd.explicit_gradient", x, g)
+    assert_conforms(got, {"grad": None}, what="the observation")
     t = torch.tensor(x, requires_grad=True)
     (torch.sin(t) * t).backward(torch.tensor(g))
     assert_close(got["grad"], t.grad.numpy(), what="x.grad",
                  case=f"x = {literal(x)}, g = {literal(g)}")
 
 
+@st.composite
+def _roots(draw, program):
+    """Two to four values requiring grad, the output always among them (so every other
+    root is one of its ancestors), in any order, repeats allowed."""
+    needs = needs_grad(program)
+    output = len(needs) - 1
+    candidates = [v for v, n in enumerate(needs) if n]
+    others = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=3))
+    roots = [output, *others]
+    return draw(st.permutations(roots))
+
+
+def _value_shapes(program):
+    shape = np.shape(program["leaves"][0][0])
+    n_values = len(program["leaves"]) + sum(len(outputs(op)) for op, *_ in program["ops"])
+    return [shape] * (n_values - 1) + [()]
+
+
 @task("1.2")
-@settings(max_examples=examples(5))
-@given(data=st.data())
-def test_backward_from_several_roots(submission, data):
-    """tt.autograd.backward([a, b], [ga, gb]) sums both roots' contributions."""
-    x = data.draw(small_vectors)
-    g1 = data.draw(arrays(np.float64, x.shape, elements=st.floats(-2, 2)))
-    g2 = data.draw(arrays(np.float64, x.shape, elements=st.floats(-2, 2)))
-    got = submission.call("autograd.multiple_roots", x, g1, g2)
-    t = torch.tensor(x, requires_grad=True)
-    torch.autograd.backward([torch.sin(t), t * t], [torch.tensor(g1), torch.tensor(g2)])
-    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=f"x = {literal(x)}")
+@settings(max_examples=examples(12))
+@given(program=programs(max_ops=5, extended=True), data=st.data())
+def test_backward_from_several_roots(submission, program, data):
+    """tt.autograd.backward(roots, grads) with several roots, one an ancestor of another
+    (or the same root twice, or a leaf), runs one pass that sums every root's
+    contribution; the given gradient tensors are left as they were."""
+    roots = data.draw(_roots(program))
+    shapes = _value_shapes(program)
+    grads = [data.draw(arrays(np.float64, shapes[r], elements=st.floats(-2, 2))) for r in roots]
+    got = _observe(submission, program, roots=roots, root_grads=grads)
+    expected = oracle.leaf_grads(program, roots=roots, root_grads=grads)
+    _check_grads(got, expected, program, roots=roots, root_grads=grads)
+
+
+@task("1.2")
+@settings(max_examples=examples(10))
+@given(program=programs(max_ops=5, extended=True), data=st.data())
+def test_engine_applies_tensor_hooks(submission, program, data):
+    """Before a node's backward runs (and before a leaf accumulates), the engine lets the
+    node apply its tensor hooks (``node._run_tensor_hooks(grads)``, here the probes' own
+    copy): a hook's result is the gradient that flows on."""
+    needs = needs_grad(program)
+    candidates = [v for v, n in enumerate(needs) if n]
+    chosen = data.draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=3,
+                                unique=True))
+    hooks = [[v, data.draw(st.sampled_from([0.5, -2.0, 3.0]))] for v in chosen]
+    got = _observe(submission, program, hooks=hooks)
+    described = "; ".join(f"v{v}.register_hook(lambda g: g * {k})" for v, k in hooks)
+    _check_grads(got, oracle.leaf_grads(program, hooks=hooks), program,
+                 note=f"; hooks: {described}")

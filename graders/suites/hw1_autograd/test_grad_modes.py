@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import example, given, settings
 
-from graders.checks import assert_equal, assert_raises_like
+from graders.checks import assert_conforms, assert_equal, assert_raises_like
 from graders.oracle.grad_modes import run_script
 from graders.strategies.grad_modes import KEY_SCRIPTS, describe, scripts
 from graders.suites._support import examples, task
@@ -27,9 +27,9 @@ def test_nested_modes_match_torch(submission, script):
     """Nested no_grad/enable_grad/set_grad_enabled/inference_mode blocks match torch."""
     got = submission.call("autograd.grad_mode_script", script)
     expected = run_script(script)
-    assert_equal(len(got), len(expected), what="number of checks reached")
+    assert_conforms(got, expected, what="the checks reached")
     program = describe(script)
-    for i, (g, e) in enumerate(zip(got, expected, strict=False)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert_equal(g, e, what=f"check #{i + 1} [is_grad_enabled, records]",
                      case=f"{CHECK_HELP}:\n{program}")
 
@@ -38,31 +38,85 @@ def test_nested_modes_match_torch(submission, script):
 def test_modes_restored_when_block_raises(submission):
     """Leaving a block by an exception restores the previous mode."""
     got = submission.call("autograd.grad_mode_restored_after_exception")
-    for kind, state in got.items():
-        assert_equal(state, [True, False],
+    expected = {"no_grad": [True, False], "set_grad_enabled": [True, False],
+                "inference_mode": [True, False]}
+    assert_conforms(got, expected, what="the observation")
+    for kind, state in expected.items():
+        assert_equal(got[kind], state,
                      what="[is_grad_enabled, is_inference_mode_enabled] after an exception "
-                          f"in {kind}")
+                          f"inside `with tt.{kind}(...)`")
+
+
+DECORATOR_CODE = """import tinytrain as tt
+
+@tt.no_grad()
+def under_no_grad(): return tt.is_grad_enabled()
+
+@tt.enable_grad()
+def under_enable_grad(): return tt.is_grad_enabled()
+
+@tt.set_grad_enabled(False)
+def under_set_false(): return tt.is_grad_enabled()
+
+print(under_no_grad(), tt.is_grad_enabled(), under_set_false(), tt.is_grad_enabled())
+with tt.no_grad():
+    print(under_enable_grad(), tt.is_grad_enabled())"""
+
+# key: (torch's value, what it is)
+DECORATOR_CHECKS = {
+    "no_grad": (False, "tt.is_grad_enabled() inside a function decorated with @tt.no_grad()"),
+    "after_no_grad": (True, "tt.is_grad_enabled() after calling a function decorated with "
+                            "@tt.no_grad() (the decorator must restore the mode)"),
+    "set_false": (False, "tt.is_grad_enabled() inside a function decorated with "
+                         "@tt.set_grad_enabled(False)"),
+    "after_set_false": (True, "tt.is_grad_enabled() after calling a function decorated with "
+                              "@tt.set_grad_enabled(False)"),
+    "decorating_changed_mode": (False, "whether decorating a function with "
+                                       "@tt.set_grad_enabled(False) changed the grad mode "
+                                       "(only calling the function may)"),
+    "set_false_twice": (False, "tt.is_grad_enabled() inside the second call of a function "
+                               "decorated with @tt.set_grad_enabled(False)"),
+    "enable_inside_no_grad": (True, "tt.is_grad_enabled() inside a function decorated with "
+                                    "@tt.enable_grad(), called inside `with tt.no_grad()`"),
+    "after_enable": (False, "tt.is_grad_enabled() after calling a function decorated with "
+                            "@tt.enable_grad() inside `with tt.no_grad()`"),
+}
 
 
 @task("1.3")
 def test_decorators(submission):
     """no_grad(), enable_grad(), set_grad_enabled(False) work as function decorators."""
     got = submission.call("autograd.grad_mode_decorators")
-    expected = {
-        "no_grad": False, "after_no_grad": True, "set_false": False, "after_set_false": True,
-        "decorating_changed_mode": False, "set_false_twice": False,
-        "enable_inside_no_grad": True, "after_enable": False,
-    }
-    for key, value in expected.items():
-        assert_equal(got[key], value, what=key.replace("_", " "))
+    expected = {key: value for key, (value, _) in DECORATOR_CHECKS.items()}
+    assert_conforms(got, expected, what="the observation")
+    for key, (value, what) in DECORATOR_CHECKS.items():
+        assert_equal(got[key], value, what=what, reproducer=DECORATOR_CODE)
 
 
 @task("1.3")
 def test_grad_mode_is_per_thread(submission):
     """no_grad in another thread does not switch off recording in this one."""
     got = submission.call("autograd.grad_mode_threads")
+    assert_conforms(got, {"other": True, "main": True, "main_records": True},
+                    what="the observation")
     assert_equal(got, {"other": False, "main": True, "main_records": True},
                  what="grad mode seen by each thread")
+
+
+INFERENCE_CHECKS = {
+    "enabled_inside": "tt.is_inference_mode_enabled() inside `with tt.inference_mode()`",
+    "grad_inside": "tt.is_grad_enabled() inside `with tt.inference_mode()`",
+    "recorded_inside": "whether x * t (x requiring grad) records a grad_fn inside "
+                       "`with tt.inference_mode()`",
+    "is_inference": "t.is_inference() for t = tt.tensor(...) made inside inference_mode",
+    "output_is_inference": "y.is_inference() for y = x * t computed inside inference_mode",
+    "nested_false": "[tt.is_inference_mode_enabled(), tt.is_grad_enabled()] inside "
+                    "`with tt.inference_mode(False)` nested in `with tt.inference_mode()`",
+    "nested_false_tensor_is_inference": "is_inference() of a tensor made inside "
+                                        "tt.inference_mode(False) nested in inference_mode",
+    "enabled_after": "tt.is_inference_mode_enabled() after leaving inference_mode",
+    "normal_is_inference": "is_inference() of a tensor made outside inference_mode",
+}
 
 
 @task("1.3")
@@ -75,8 +129,11 @@ def test_inference_mode_and_inference_tensors(submission):
         "nested_false_tensor_is_inference": False, "enabled_after": False,
         "normal_is_inference": False,
     }
+    raised = {"type": None, "message": ""}
+    assert_conforms(got, {**expected, "save_outside": raised, "add_outside": raised,
+                          "requires_grad_outside": raised}, what="the observation")
     for key, value in expected.items():
-        assert_equal(got[key], value, what=key.replace("_", " "))
+        assert_equal(got[key], value, what=INFERENCE_CHECKS[key])
     assert_raises_like(got["save_outside"], "RuntimeError",
                        what="saving an inference tensor for backward outside inference_mode",
                        contains=("Inference tensors cannot be saved for backward",))
@@ -91,5 +148,7 @@ def test_inference_mode_and_inference_tensors(submission):
 def test_eval_does_not_disable_autograd(submission):
     """module.eval() only switches layer behaviour; no_grad is what stops recording."""
     got = submission.call("autograd.eval_keeps_autograd")
+    assert_conforms(got, {"training": True, "eval_records": True, "eval_requires_grad": True,
+                          "no_grad_records": True}, what="the observation")
     assert_equal(got, {"training": False, "eval_records": True, "eval_requires_grad": True,
                        "no_grad_records": False}, what="recording in eval mode and under no_grad")

@@ -1,42 +1,115 @@
-"""Task 1.1: Function.apply builds the graph."""
+"""Task 1.1: Function.apply builds the graph.
+
+Programs mix the probes' own Functions: one float output, two outputs (``sincos``), a
+float and an int64 output (``relu_mask``), an int64 output only (``positive``), so graph
+attributes are graded on what torch's Function machinery does with each kind of output.
+"""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from graders.checks import assert_equal
+from graders.checks import assert_conforms, assert_equal
 from graders.oracle import programs as oracle
-from graders.strategies.programs import describe, programs
-from graders.suites._support import examples, program_reproducer, task
+from graders.probes.programs import MODES
+from graders.strategies.programs import (
+    describe,
+    layout,
+    needs_grad,
+    operands,
+    outputs,
+    programs,
+    reproducer,
+    value_label,
+)
+from graders.suites._support import examples, task
+
+# fixed programs every grading runs: both outputs of a two-output Function consumed,
+# an int64 output beside a float one, an int64 output alone
+KEY_PROGRAMS = [
+    {"leaves": [[np.array([0.5, -1.0, 2.0]), True], [np.array([1.5, 0.25, -0.5]), False]],
+     "ops": [["sincos", 0], ["mul", 3, 1], ["add", 2, 4], ["relu_mask", 5], ["positive", 0],
+             ["add", 6, 0], ["sum", 9]]},
+]
+
+
+def _observed_graph(submission, program, mode=None):
+    """The graph probe's answer, checked for structure: one entry per value."""
+    got = submission.call("programs.graph", program, mode)
+    value = {"requires_grad": True, "is_leaf": True, "has_grad_fn": True,
+             "same_node_as": None, "edges": None}
+    n_values = len(program["leaves"]) + sum(len(outputs(op)) for op, *_ in program["ops"])
+    assert_conforms(got, {"values": [value] * n_values}, what="the graph observation")
+    return got["values"]
+
+
+def _compare_attributes(got, expected, program, mode=None):
+    during = "" if mode is None else f" (ops run under {mode})"
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        for key in ("requires_grad", "is_leaf", "has_grad_fn"):
+            assert_equal(g[key], e[key], what=f"{value_label(program, i)}: {key}{during}",
+                         case=describe(program),
+                         reproducer=reproducer(program, backward=False))
+
+
+def _with_key_programs(test):
+    for program in reversed(KEY_PROGRAMS):
+        test = example(program=program)(test)
+    return test
 
 
 @task("1.1")
 @settings(max_examples=examples(25))
-@given(program=programs())
+@given(program=programs(extended=True))
+@_with_key_programs
 def test_requires_grad_propagation(submission, program):
-    """requires_grad, is_leaf and grad_fn of every value match torch on random graphs."""
-    got = submission.call("programs.graph", program)["values"]
-    expected = oracle.graph(program)
-    for i, (g, e) in enumerate(zip(got, expected, strict=False)):
-        for key in ("requires_grad", "is_leaf", "has_grad_fn"):
-            assert_equal(g[key], e[key], what=f"value v{i}: {key}", case=describe(program),
-                         reproducer=program_reproducer(program, backward=False))
+    """requires_grad, is_leaf and grad_fn of every value match torch on random graphs;
+    integer outputs (indices, masks) never require grad nor get a grad_fn."""
+    got = _observed_graph(submission, program)
+    _compare_attributes(got, oracle.graph(program), program)
 
 
 @task("1.1")
 @settings(max_examples=examples(15))
-@given(program=programs(all_require_grad=True))
+@given(program=programs(all_require_grad=True, extended=True))
+@_with_key_programs
 def test_next_functions_point_at_producers(submission, program):
-    """grad_fn.next_functions lead to each input's grad_fn, or its leaf's AccumulateGrad."""
-    got = submission.call("programs.graph", program)["values"]
+    """grad_fn.next_functions lead to each input's grad_fn and output number (which output
+    of a two-output Function it was), or its leaf's AccumulateGrad; the outputs of one
+    call share one grad_fn."""
+    got = _observed_graph(submission, program)
+    needs = needs_grad(program)
     n_leaves = len(program["leaves"])
-    for i, (op, *args) in enumerate(program["ops"]):
-        value = n_leaves + i
-        operands = args[:1] if op in ("scale", "sin", "square", "sum", "exp") else args
-        expected = [["leaf", a] if a < n_leaves else ["value", a] for a in operands]
-        edges = got[value]["edges"] or []
-        assert_equal(edges[: len(operands)], expected, what=f"v{value}.grad_fn.next_functions",
-                     case=describe(program))
+    first_of = {}
+    for first, (op, *_) in zip(layout(program), program["ops"], strict=True):
+        for k in range(len(outputs(op))):
+            first_of[first + k] = (first, k)
+    for first, (op, *args) in zip(layout(program), program["ops"], strict=True):
+        reads = operands(op, args)
+        expected = []
+        for a in reads:
+            if a < n_leaves:
+                expected.append(["leaf", a, 0] if needs[a] else ["none", None, 0])
+            else:
+                expected.append(["value", *first_of[a]] if needs[a] else ["none", None, 0])
+        for k, kind in enumerate(outputs(op)):
+            value = first + k
+            if kind != "float":
+                continue
+            label = value_label(program, value)
+            edges = got[value]["edges"]
+            if not isinstance(edges, list) or len(edges) < len(reads):
+                raise AssertionError(
+                    f"{label}.grad_fn.next_functions: expected an entry for each of its "
+                    f"{len(reads)} tensor input(s), got {edges!r}\n  case: {describe(program)}")
+            assert_equal(edges[: len(reads)], expected,
+                         what=f"{label}.grad_fn.next_functions ([kind, producer, output_nr] "
+                              "per input)", case=describe(program))
+            assert_equal(got[value]["same_node_as"], first,
+                         what=f"{label}: the first value with the same grad_fn (the outputs "
+                              f"of one call share one node)", case=describe(program))
 
 
 @task("1.1")
@@ -44,9 +117,28 @@ def test_nothing_recorded_without_requires_grad(submission):
     """An op whose inputs do not require grad records nothing: no grad_fn, still a leaf."""
     program = {"leaves": [[[1.0, 2.0], False], [[3.0, 4.0], False]],
                "ops": [["mul", 0, 1], ["sin", 2], ["add", 3, 0]]}
-    got = submission.call("programs.graph", program)["values"]
+    got = _observed_graph(submission, program)
     for i, v in enumerate(got):
         assert_equal([v["requires_grad"], v["is_leaf"], v["has_grad_fn"]], [False, True, False],
-                     what=f"v{i} [requires_grad, is_leaf, has grad_fn]",
+                     what=f"{value_label(program, i)} [requires_grad, is_leaf, has grad_fn]",
                      reproducer="import tinytrain as tt\na = tt.tensor([1., 2.])\n"
                                 "b = a * tt.tensor([3., 4.])\nprint(b.requires_grad, b.grad_fn)")
+
+
+@task("1.1")
+@settings(max_examples=examples(12))
+@given(program=programs(max_ops=5), mode=st.sampled_from(sorted(MODES)))
+@example(program={"leaves": [[np.array([0.5, -1.0]), True]],
+                  "ops": [["sin", 0], ["mul", 1, 0], ["add", 2, 1], ["sum", 3]]},
+         mode="inference_mode+enable_grad")
+def test_recording_follows_grad_mode(submission, program, mode):
+    """Nothing is recorded with grad mode off, nor in inference mode even with grad mode
+    switched back on inside it (torch's operators under inference_mode + enable_grad
+    record nothing). The probe sets the mode flags directly, so the context managers
+    (1.3) are not used.
+
+    The programs use only ops torch has operators for: a torch.autograd.Function applied
+    under inference_mode + enable_grad does record (an inference tensor with a grad_fn
+    that backward then refuses), a quirk tinytrain does not copy."""
+    got = _observed_graph(submission, program, mode)
+    _compare_attributes(got, oracle.graph(program, mode), program, mode)

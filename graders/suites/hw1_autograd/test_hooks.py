@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks import assert_close, assert_conforms, assert_equal, assert_raises_like
 from graders.suites._support import examples, literal, task
 
 vectors = arrays(np.float64, st.integers(1, 4), elements=st.floats(-1.5, 1.5))
+_RAISED = {"type": None, "message": ""}
 
 
 @task("1.4")
@@ -20,6 +23,9 @@ vectors = arrays(np.float64, st.integers(1, 4), elements=st.floats(-1.5, 1.5))
 def test_retain_grad(submission, x, k, calls):
     """retain_grad() keeps a non-leaf's .grad (accumulated over calls); others stay None."""
     got = submission.call("autograd.retain_grad", x, k, calls)
+    assert_conforms(got, {"a_grad": None, "b_grad_is_none": True, "a_retains": True,
+                          "b_retains": True, "x_grad": None, "leaf_retain": _RAISED,
+                          "leaf_retains": True}, what="the observation")
     t = torch.tensor(x, requires_grad=True)
     a = t * 3.0
     a.retain_grad()
@@ -45,6 +51,8 @@ def test_hooks_see_and_replace_gradients(submission, x, factor):
     """A non-leaf hook's return value replaces the gradient that flows on; a leaf hook
     sees the gradient once, before it is accumulated."""
     got = submission.call("autograd.hooks", x, factor)
+    assert_conforms(got, {"grad": None, "leaf_calls": [None], "mid_calls": [None]},
+                    what="the observation")
     t = torch.tensor(x, requires_grad=True)
     seen_leaf, seen_mid = [], []
     t.register_hook(lambda g: seen_leaf.append(g.clone()))
@@ -52,8 +60,6 @@ def test_hooks_see_and_replace_gradients(submission, x, factor):
     mid.register_hook(lambda g: (seen_mid.append(g.clone()), g * factor)[1])
     (mid * 2.0).sum().backward()
     case = f"x = {literal(x)}; mid = sin(x) with a hook returning grad * {factor}; y = 2 * mid"
-    assert_equal(len(got["mid_calls"]), 1, what="calls of the hook on mid", case=case)
-    assert_equal(len(got["leaf_calls"]), 1, what="calls of the hook on x", case=case)
     assert_close(got["mid_calls"][0], seen_mid[0].numpy(), what="gradient the mid hook saw",
                  case=case)
     assert_close(got["leaf_calls"][0], seen_leaf[0].numpy(), what="gradient the x hook saw",
@@ -67,6 +73,8 @@ def test_hooks_see_and_replace_gradients(submission, x, factor):
 def test_leaf_hook_result_accumulated_and_removable(submission, x):
     """What a leaf hook returns is accumulated; handle.remove() unregisters the hook."""
     got = submission.call("autograd.hook_replaces_leaf_grad", x)
+    assert_conforms(got, {"hooked": None, "after_remove": None, "no_grad_tensor": _RAISED},
+                    what="the observation")
     expected = np.cos(x)
     assert_close(got["hooked"], 10 * expected, what="x.grad with a hook returning grad * 10",
                  case=f"x = {literal(x)}, loss = sin(x).sum()")
@@ -83,6 +91,9 @@ def test_leaf_hook_result_accumulated_and_removable(submission, x):
 def test_detach(submission, x):
     """detach() shares storage and version counter, has no history, and stops gradients."""
     got = submission.call("autograd.detach", x)
+    assert_conforms(got, {"requires_grad": True, "is_leaf": True, "grad_fn_none": True,
+                          "shares_storage": True, "shares_version": True, "values": None,
+                          "grad": None}, what="the observation")
     assert_equal([got["requires_grad"], got["is_leaf"], got["grad_fn_none"]], [False, True, True],
                  what="[requires_grad, is_leaf, grad_fn is None] of the detached tensor")
     assert_equal([got["shares_storage"], got["shares_version"]], [True, True],
@@ -90,3 +101,108 @@ def test_detach(submission, x):
     assert_close(got["values"], np.sin(x), what="detached values")
     assert_close(got["grad"], np.sin(x), what="x.grad of sum(x * sin(x).detach())",
                  case=f"x = {literal(x)}")
+
+
+_STEP = st.one_of(
+    st.sampled_from([0.5, -2.0, 10.0]).map(lambda k: ["mul", k]),
+    st.sampled_from([1.0, -0.25]).map(lambda c: ["add", c]),
+    st.just(["observe"]),
+)
+
+
+def _torch_hook_chain(x, mid_steps, leaf_steps):
+    t = torch.tensor(x, requires_grad=True)
+    mid = torch.sin(t)
+    seen = []
+    for where, tensor, steps in (("mid", mid, mid_steps), ("x", t, leaf_steps)):
+        for i, step in enumerate(steps):
+            if step[0] == "retain":
+                tensor.retain_grad()
+                continue
+
+            def hook(g, where=where, i=i, step=step):
+                seen.append([where, i, g.detach().numpy().copy()])
+                if step[0] == "mul":
+                    return g * step[1]
+                if step[0] == "add":
+                    return g + step[1]
+                return None
+
+            tensor.register_hook(hook)
+    (mid * 2.0).sum().backward()
+    with warnings.catch_warnings():  # .grad of a non-leaf that did not retain it
+        warnings.simplefilter("ignore")
+        mid_grad = mid.grad
+    return {"seen": seen, "mid_grad": None if mid_grad is None else mid_grad.numpy(),
+            "x_grad": t.grad.numpy(), "retains_grad": [mid.retains_grad, t.retains_grad]}
+
+
+def _describe_steps(steps, name):
+    parts = []
+    for step in steps:
+        if step[0] == "retain":
+            parts.append(f"{name}.retain_grad()")
+        elif step[0] == "observe":
+            parts.append(f"{name}.register_hook(lambda g: None)")
+        else:
+            op = "*" if step[0] == "mul" else "+"
+            parts.append(f"{name}.register_hook(lambda g: g {op} {step[1]})")
+    return "; ".join(parts) or f"(nothing on {name})"
+
+
+@task("1.4")
+@settings(max_examples=examples(12))
+@given(x=vectors,
+       mid_steps=st.lists(st.one_of(_STEP, st.just(["retain"])), min_size=1, max_size=4),
+       leaf_steps=st.lists(st.one_of(_STEP, st.just(["retain"])), max_size=3))
+@example(x=np.array([0.5, -1.0]), mid_steps=[["retain"], ["mul", 10.0], ["add", 1.0]],
+         leaf_steps=[["add", 1.0], ["mul", 10.0], ["retain"]])
+def test_several_hooks_and_retain_grad(submission, x, mid_steps, leaf_steps):
+    """Hooks on one tensor run in the order they were registered, each on the previous
+    one's result; retain_grad keeps the gradient after all of the tensor's hooks, whether
+    it was called before or after registering them; on a leaf it is a no-op."""
+    got = submission.call("autograd.hook_chain", x, mid_steps, leaf_steps)
+    expected = _torch_hook_chain(x, mid_steps, leaf_steps)
+    assert_conforms(got, {"seen": [["", 0, None]] * len(expected["seen"]), "mid_grad": None,
+                          "x_grad": None, "retains_grad": [True, True]}, what="the observation")
+    case = (f"x = {literal(x)}; mid = x.sin(); {_describe_steps(mid_steps, 'mid')}; "
+            f"{_describe_steps(leaf_steps, 'x')}; (2 * mid).sum().backward()")
+    order = [g[:2] for g in got["seen"]]
+    assert_equal(order, [e[:2] for e in expected["seen"]],
+                 what="hook calls in order [tensor, index of the hook on it]", case=case)
+    for g, e in zip(got["seen"], expected["seen"], strict=True):
+        assert_close(g[2], e[2], what=f"the gradient hook #{e[1]} on {e[0]} saw (the previous "
+                     "hook's result)", case=case)
+    assert_close(got["mid_grad"], expected["mid_grad"],
+                 what="mid.grad (retained: the gradient after all of mid's hooks)", case=case)
+    assert_close(got["x_grad"], expected["x_grad"], what="x.grad (after all of x's hooks)",
+                 case=case)
+    assert_equal(got["retains_grad"], expected["retains_grad"],
+                 what="[mid.retains_grad, x.retains_grad]", case=case)
+
+
+@task("1.4")
+def test_retain_grad_misuse(submission):
+    """retain_grad() on a tensor that does not require grad raises torch's RuntimeError;
+    on a leaf it does nothing; twice on one tensor is once; retains_grad says so."""
+    got = submission.call("autograd.retain_grad_misuse")
+    assert_conforms(got, {"plain": _RAISED, "computed": _RAISED, "leaf": _RAISED,
+                          "before": [True, True], "after": [True, True],
+                          "after_backward": [True, True], "mid_grad": None},
+                    what="the observation")
+    message = ("can't retain_grad on Tensor that has requires_grad=False",)
+    assert_raises_like(got["plain"], "RuntimeError", contains=message,
+                       what="retain_grad() on a leaf made without requires_grad")
+    assert_raises_like(got["computed"], "RuntimeError", contains=message,
+                       what="retain_grad() on a result of tensors that do not require grad")
+    assert_raises_like(got["leaf"], None, what="retain_grad() on a leaf that requires grad")
+    case = "x leaf; mid = 3 * x; mid.retain_grad() twice; (2 * mid).sum().backward()"
+    assert_equal(got["before"], [False, False],
+                 what="[x.retains_grad, mid.retains_grad] before retain_grad()", case=case)
+    assert_equal(got["after"], [False, True],
+                 what="[x.retains_grad, mid.retains_grad] after retain_grad()", case=case)
+    assert_equal(got["after_backward"], [False, True],
+                 what="[x.retains_grad, mid.retains_grad] after backward", case=case)
+    assert_close(got["mid_grad"], np.array([2.0, 2.0]),
+                 what="mid.grad (retain_grad() twice must not count the gradient twice)",
+                 case=case)
