@@ -83,7 +83,7 @@ def discover(submissions: Path, work: Path) -> tuple[list[Entry], list[str]]:
         submissions = target
     if not submissions.is_dir():
         raise SubmissionProblem(f"submissions folder {str(submissions)!r} does not exist")
-    submissions = _unwrap(submissions)
+    submissions = _unwrap(submissions, extracted=submissions.parent == work)
     metadata = submissions / GRADESCOPE_METADATA
     if metadata.is_file():
         entries = _gradescope_entries(submissions, metadata, notes)
@@ -93,18 +93,23 @@ def discover(submissions: Path, work: Path) -> tuple[list[Entry], list[str]]:
     return entries, notes
 
 
-def _unwrap(folder: Path) -> Path:
-    """Descend through single wrapping folders (an export zip's top folder)."""
+def _unwrap(folder: Path, extracted: bool) -> Path:
+    """The folder that holds the entries: where ``submission_metadata.yml`` is, down single
+    wrapping folders (an export zip has one top folder); otherwise ``folder`` itself, or for
+    an extracted zip, the folder inside its single top folder."""
+    level, chain = folder, [folder]
     for _ in range(3):
-        if (folder / GRADESCOPE_METADATA).is_file():
-            return folder
-        children = [c for c in folder.iterdir() if c.name not in SKIPPED
+        if (level / GRADESCOPE_METADATA).is_file():
+            return level
+        children = [c for c in level.iterdir() if c.name not in SKIPPED
                     and not c.name.startswith(".")]
-        if len(children) == 1 and children[0].is_dir() and not _is_submission(children[0]):
-            folder = children[0]
-        else:
-            return folder
-    return folder
+        if len(children) != 1 or not children[0].is_dir() or _is_submission(children[0]):
+            break
+        level = children[0]
+        chain.append(level)
+    if (level / GRADESCOPE_METADATA).is_file():
+        return level
+    return chain[1] if extracted and len(chain) > 1 else folder
 
 
 def _is_submission(folder: Path) -> bool:
