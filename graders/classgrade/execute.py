@@ -80,12 +80,16 @@ class DaskExecutor:
             from distributed import Client, LocalCluster
         except ImportError as exc:
             raise RuntimeError('--dask needs the cluster extra: pip install -e ".[cluster]"') from exc
-        self.cluster = None
+        self.cluster = self.client = None
         if address == "local":
             self.cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1,
                                         processes=True, dashboard_address=None)
             address = self.cluster.scheduler_address
-        self.client = Client(address, timeout="30s")
+        try:
+            self.client = Client(address, timeout="30s")
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise RuntimeError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
         workers = self.client.scheduler_info().get("workers", {})
         threads = sum(w.get("nthreads", 1) for w in workers.values())
         self.description = (f"Dask cluster at {address} ({len(workers)} workers, "
@@ -112,8 +116,9 @@ class DaskExecutor:
                 self.client.cancel(list(futures))
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.close()
+        if getattr(self, "client", None) is not None:
+            with contextlib.suppress(Exception):
+                self.client.close()
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 self.cluster.close()

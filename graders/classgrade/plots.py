@@ -76,16 +76,19 @@ def task_heatmap(task_ids: list[str], fractions: dict[str, list[float]]) -> str:
         figure = _figure(6.4, 0.8 + 0.26 * len(task_ids))
         axes = figure.add_subplot()
         cmap = LinearSegmentedColormap.from_list("cells", ["#ffffff", BLUE])
-        axes.imshow(counts, aspect="auto", cmap=cmap, vmin=0, vmax=max(1, counts.max()))
-        axes.set_xticks(range(len(SCORE_BINS)), SCORE_BINS)
-        axes.set_yticks(range(len(task_ids)), task_ids)
+        # vector cells (pcolormesh), not a raster image: the SVG stays pure vector
+        axes.pcolormesh(counts, cmap=cmap, vmin=0, vmax=max(1, counts.max()),
+                        edgecolors="white", linewidth=1)
+        axes.invert_yaxis()
+        axes.set_xticks(np.arange(len(SCORE_BINS)) + 0.5, SCORE_BINS)
+        axes.set_yticks(np.arange(len(task_ids)) + 0.5, task_ids)
         axes.tick_params(length=0)
         for spine in axes.spines.values():
             spine.set_visible(False)
         top = max(1, counts.max())
         for (r, c), n in np.ndenumerate(counts):
             if n:
-                axes.text(c, r, str(n), ha="center", va="center", fontsize=8,
+                axes.text(c + 0.5, r + 0.5, str(n), ha="center", va="center", fontsize=8,
                           color="white" if n > top * 0.55 else "black")
         axes.set_xlabel("score on the task (share of its points)")
         return to_svg(figure, "heat map of submissions per task and score band")
