@@ -1,7 +1,7 @@
 """Throughput of ``tinytrain-grade-class`` on a generated class: --jobs 1, --jobs 2 and a
 local Dask cluster of 2 workers, on this machine.
 
-    python benchmarks/bench_class.py                      # 30 students, assignment 1
+    python benchmarks/bench_class.py                      # 30 students, task 1.1
     python benchmarks/bench_class.py --tasks all --configs jobs2 --verify   # the full check
 
 The class (``tests/class_builder.py``): the reference, the template, a submission that
@@ -97,7 +97,7 @@ def verify(submissions: Path, out: Path, tasks: list[str], scratch: Path, jobs: 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=30)
-    parser.add_argument("--tasks", default="1", help="tasks to grade, or 'all' (default: 1)")
+    parser.add_argument("--tasks", default="1.1", help="tasks to grade, or 'all' (default: 1.1)")
     parser.add_argument("--configs", default="jobs1,jobs2,dask2")
     parser.add_argument("--timeout", type=float, default=600,
                         help="tinytrain-grade-class --timeout (per submission)")

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import __version__
 from .. import rubric as rubric_module
-from . import collect, report, similarity
+from . import collect, similarity
 from .child import SEED_ENV
 from .collect import Entry, SubmissionProblem
 from .gradebook import Row, grades_csv, load_score, make_row
@@ -139,6 +139,8 @@ def record(folder: Path, entry: Entry, outcome: dict[str, Any], key: str) -> Non
         tmp = folder / f".{name}.tmp"
         tmp.write_bytes(data)
         tmp.replace(folder / name)
+    from . import report
+
     score = load_score(folder)
     report.write_text(folder / "feedback.html",
                       report.render_feedback(entry.name, entry.display, outcome, score))
@@ -179,8 +181,24 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _missing_extras() -> str | None:
+    """The instructor extra's packages, imported up front for a one-line error."""
+    missing = []
+    for module in ("matplotlib", "copydetect", "yaml", "tqdm"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        return (f"missing {', '.join(missing)}: install the instructor extra "
+                '(pip install -e ".[instructor]")')
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if problem := _missing_extras():
+        return _fail(problem)
     started = datetime.now(UTC)
     wall_start = time.monotonic()
     rubric = rubric_module.load()
@@ -278,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(f"ignored {len(stale)} folder(s) in {students} from earlier runs that are "
                      f"not in the submissions any more")
 
+    from . import report
+
     pairs, info = _similarity(entries, students, args)
     report.write_text(out / "similarity.csv", _similarity_csv(pairs))
     report.write_text(out / "grades.csv", grades_csv(rows, tasks, policy))
@@ -327,6 +347,8 @@ def _note_versions(rows: list[Row], notes: list[str]) -> None:
 
 def _similarity(entries: list[Entry], students: Path,
                 args: argparse.Namespace) -> tuple[list[similarity.Pair], dict[str, Any]]:
+    from . import report
+
     template = args.template if args.template and args.template.is_dir() else None
     documents = {}
     for entry in entries:
