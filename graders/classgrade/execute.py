@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -100,8 +101,9 @@ class DaskExecutor:
 
         futures = {}
         for j in jobs:
+            # a fresh key per run: a rerun must not be answered from a cached result
             future = self.client.submit(job_module.grade_job, j, pure=False,
-                                        key=f"tinytrain-grade-{j['name']}-{j['key'][:12]}")
+                                        key=f"tinytrain-grade-{j['name']}-{uuid.uuid4().hex}")
             futures[future] = j
         try:
             for future in as_completed(list(futures)):
