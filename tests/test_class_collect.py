@@ -193,3 +193,26 @@ def test_submission_times_csv_ours_and_github_classrooms(tmp_path):
     bad.write_text("who,when\na,b\n")
     with pytest.raises(ValueError, match="needs a name column"):
         read_times(bad)
+
+
+def test_a_report_inside_the_class_folder_is_not_a_student(tmp_path):
+    """Needs no grading: the only submission is a corrupt zip, whose row says so."""
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "bad.zip").write_bytes(b"not a zip")
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "graders.classgrade.cli", str(tmp_path / "class"), "--out",
+             str(tmp_path / "class" / "report"), "--tasks", "1.1"],
+            cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    assert "kept 1 from an earlier run" in proc.stdout
+    with open(tmp_path / "class" / "report" / "grades.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["file"] for r in rows] == ["points-per-question", "bad"]
+    assert rows[1]["grading_status"].startswith("error: not a valid zip file")

@@ -220,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
             _apply_times(entries, read_times(args.submission_times), notes)
     except (SubmissionProblem, ValueError, OSError) as exc:
         return _fail(str(exc))
+    inside = [e for e in entries if e.source.resolve() == out.resolve()]
+    if inside:  # --out inside SUBMISSIONS: the report is not a student
+        entries = [e for e in entries if e not in inside]
+        notes.append(f"skipped {inside[0].source.name}: it is the report folder")
     if not entries:
         return _fail(f"no submissions found in {args.submissions}")
     for entry in entries:
