@@ -238,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         state = read_state(students / entry.name)
         keep = (state is not None and not args.force and state.get("options_key") == key
                 and state.get("content_hash") == entry.content_hash
-                and not (args.retry_failed and state.get("status") != "graded"))
+                and not (args.retry_failed and state.get("status") != "graded")
+                and (state.get("status") != "graded"
+                     or (students / entry.name / "score.json").is_file()))
         if keep:
             reused += 1
         else:
