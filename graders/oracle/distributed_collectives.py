@@ -122,18 +122,38 @@ def _broadcast_consistent(events: list[dict[str, Any]]) -> str | None:
     return None
 
 
+def _same_shape(rng: np.random.Generator, world: int, dtype: np.dtype) -> Inputs:
+    shape = tuple(rng.integers(1, 4, rng.integers(0, 3)))
+    return [_values(rng, shape, dtype) for _ in range(world)]
+
+
+def _chunked(rng: np.random.Generator, world: int, dtype: np.dtype) -> Inputs:
+    """Inputs of world chunks along dim 0 (for reduce-scatter)."""
+    shape = (world * int(rng.integers(1, 3)), *rng.integers(1, 4, rng.integers(0, 2)))
+    return [_values(rng, shape, dtype) for _ in range(world)]
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(-5, 6, shape).astype(dtype)
+    return rng.uniform(-2, 2, shape).astype(dtype)
+
+
 @dataclass(frozen=True)
 class CollectiveInfo:
-    """One collective: its name in the trace, how tinytrain is called, the reduce ops it
-    takes, what each rank gets (``expected(inputs, kwargs)``, one entry per group rank),
-    how one call's fingerprints on every rank must agree (``consistent``: None or what is
-    wrong), and the bytes each rank sends under the ring algorithm (``bytes_sent(B, w)``
-    for B the bytes of the full tensor in the trace: the all-gather's output, the
-    reduce-scatter's input)."""
+    """One collective: its name in the trace, how tinytrain is called (the first
+    spelling takes and returns whole tensors; a second takes lists of tensors), the
+    reduce ops it takes, per-rank inputs (``sample(rng, world, dtype)``), what each rank
+    gets (``expected(inputs, kwargs)``, one entry per group rank), how one call's
+    fingerprints on every rank must agree (``consistent``: None or what is wrong), and the
+    bytes each rank sends under the ring algorithm (``bytes_sent(B, w)`` for B the bytes
+    of the full tensor in the trace: the all-gather's output, the reduce-scatter's
+    input)."""
 
     name: str
     calls: tuple[str, ...]
     ops: tuple[str | None, ...]
+    sample: Callable[[np.random.Generator, int, np.dtype], Inputs]
     expected: Callable[[Inputs, dict[str, Any]], list[Any]]
     consistent: Callable[[list[dict[str, Any]]], str | None]
     bytes_sent: Callable[[int, int], float]
@@ -141,16 +161,18 @@ class CollectiveInfo:
 
 COLLECTIVES = [
     CollectiveInfo("all_reduce", ("tt.distributed.all_reduce",), ("sum", "avg", "max", "min"),
-                   _all_reduce, _reduce_consistent, lambda b, w: 2 * (w - 1) / w * b),
+                   _same_shape, _all_reduce, _reduce_consistent,
+                   lambda b, w: 2 * (w - 1) / w * b),
     CollectiveInfo("all_gather", ("tt.distributed.all_gather_into_tensor",
                                   "tt.distributed.all_gather"), (None,),
-                   _all_gather, _gather_consistent, lambda b, w: (w - 1) / w * b),
+                   _same_shape, _all_gather, _gather_consistent, lambda b, w: (w - 1) / w * b),
     CollectiveInfo("reduce_scatter", ("tt.distributed.reduce_scatter_tensor",
                                       "tt.distributed.reduce_scatter"), ("sum", "avg", "max"),
-                   _reduce_scatter, _scatter_consistent, lambda b, w: (w - 1) / w * b),
-    CollectiveInfo("broadcast", ("tt.distributed.broadcast",), (None,), _broadcast,
-                   _broadcast_consistent, lambda b, w: (w - 1) / w * b),
-    CollectiveInfo("barrier", ("tt.distributed.barrier",), (None,), _barrier,
+                   _chunked, _reduce_scatter, _scatter_consistent,
+                   lambda b, w: (w - 1) / w * b),
+    CollectiveInfo("broadcast", ("tt.distributed.broadcast",), (None,), _same_shape,
+                   _broadcast, _broadcast_consistent, lambda b, w: (w - 1) / w * b),
+    CollectiveInfo("barrier", ("tt.distributed.barrier",), (None,), _same_shape, _barrier,
                    lambda events: None, lambda b, w: 0.0),
 ]
 BY_NAME = {c.name: c for c in COLLECTIVES}

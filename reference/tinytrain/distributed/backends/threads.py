@@ -240,8 +240,12 @@ class ThreadWorld:
                      if "threading.py" not in f.filename]
             lines = [f"{f.filename}:{f.lineno} in {f.name}" for f in stack[-4:]]
             where = "; it was at (innermost first): " + " <- ".join(reversed(lines))
-        waits = [f"rank {r} was waiting in {self._waits[r][0]}"
-                 for r in range(self.world_size) if self._status[r] == "waiting"]
+        waits = []
+        for r in range(self.world_size):
+            if self._status[r] == "waiting":
+                what, ready = self._waits[r]
+                waits.append(f"rank {r} was waiting for its turn after {what}" if ready()
+                             else f"rank {r} was waiting in {what}")
         message = (f"rank {rank} ran for {self.timeout:g} s without reaching a collective "
                    f"(an infinite loop, or very slow code?){where}")
         if waits:
