@@ -41,9 +41,141 @@ MUTANTS = [
         replace="            pass",
         why="the initial parameters are not broadcast: ranks start from different weights",
     ),
+    # ----- 7.2 ZeRO -------------------------------------------------------------------------
+    Mutant(
+        id="zero-updates-every-parameter",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="""        if self.stage == 1:
+            for p in params:
+                if p._grad is not None:
+                    self._reduce_scatter_grad(p)
+        self.optim.step()
+        for p in params:
+            _, _, chunk = shard_bounds(p.numel(), self.world, self.rank)
+            full = Tensor(np.zeros(chunk * self.world, dtype=p.data.dtype))
+            dist.all_gather_into_tensor(full, self.shard(p), group=self.process_group)
+            p.data[...] = full.data[:p.numel()].reshape(p.shape)
+            p._bump_version()""",
+        replace="""        for p in params:
+            if p._grad is not None:
+                dist.all_reduce(p._grad, op=dist.ReduceOp.AVG, group=self.process_group)
+        if not hasattr(self, "_everything"):
+            self._everything = type(self.optim)(
+                [{**{k: v for k, v in g.items() if k != "params"}, "params": g["params"]}
+                 for g in self.param_groups])
+        self._everything.step()""",
+        why="ZeRO that all-reduces the gradients and updates every parameter on every rank "
+            "(each rank holds the whole optimizer state)",
+    ),
+    Mutant(
+        id="zero2-keeps-full-gradients",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="""        self._reduce_scatter_grad(param)
+        param.grad = None""",
+        replace="""        self._reduce_scatter_grad(param)""",
+        why="ZeRO-2 reduce-scatters each gradient but keeps the full one on every rank",
+    ),
+    # ----- 7.3 tensor parallelism -------------------------------------------------------------
+    Mutant(
+        id="tp-row-parallel-no-all-reduce",
+        task="7.3",
+        file="distributed/tensor_parallel/layers.py",
+        find="            y = reduce_from_tensor_model_parallel_region(partial, self.group)",
+        replace="            y = partial",
+        why="a row-parallel Linear that never sums its ranks' partial results",
+    ),
+    Mutant(
+        id="tp-column-split-wrong-axis",
+        task="7.3",
+        file="distributed/tensor_parallel/layers.py",
+        find="        self.weight = _param(linear.weight.data[start:start + part])\n        if linear",
+        replace="        self.weight = _param(linear.weight.data[:, start:start + part])\n"
+                "        if linear",
+        why="a column-parallel Linear that splits the weight along the input features",
+    ),
+    Mutant(
+        id="tp-embedding-no-mask",
+        task="7.3",
+        file="distributed/tensor_parallel/layers.py",
+        find="        return reduce_from_tensor_model_parallel_region(rows * keep, self.group)",
+        replace="        return reduce_from_tensor_model_parallel_region(rows, self.group)",
+        why="a vocabulary-parallel embedding that looks up out-of-range tokens as row 0 "
+            "instead of zeros",
+    ),
+    Mutant(
+        id="tp-heads-split-contiguously",
+        task="7.3",
+        file="distributed/tensor_parallel/transformer.py",
+        find="        order = np.concatenate([qkv_rows(self.n_embd, world, r) for r in range(world)])",
+        replace="        order = np.arange(3 * self.n_embd)",
+        why="attention split by contiguous rows of c_attn: a rank gets queries and keys of "
+            "other heads, not its heads' queries, keys and values",
+    ),
+    # ----- 7.4 sequence parallelism -----------------------------------------------------------
+    Mutant(
+        id="sp-all-reduce-instead-of-reduce-scatter",
+        task="7.4",
+        file="distributed/sequence_parallel/mappings.py",
+        find="        return reduce_scatter(x.data, SEQUENCE_DIM, group)",
+        replace="        from ..collectives.arrays import all_reduce\n\n"
+                "        return chunk(all_reduce(x.data, group), SEQUENCE_DIM, group)",
+        why="sequence parallelism that all-reduces the whole activations and keeps its part "
+            "(right values, twice the communication)",
+    ),
+    Mutant(
+        id="sp-layernorm-grads-not-summed",
+        task="7.4",
+        file="distributed/sequence_parallel/grads.py",
+        find="""    for p in params:
+        if p._grad is not None:
+            dist.all_reduce(p._grad, group=group)""",
+        replace="""    pass""",
+        why="LayerNorm gradients left as each rank's part of the sequence",
+    ),
 ]
 
 ALTERNATIVES = [
+    Mutant(
+        id="tp-cross-entropy-one-hot",
+        task="7.3",
+        file="distributed/tensor_parallel/cross_entropy.py",
+        find="""        picked = np.take_along_axis(shifted, local[..., None], axis=-1)[..., 0]
+        predicted = Tensor(np.where(outside, 0.0, picked).astype(x.dtype))""",
+        replace="""        onehot = np.arange(part) == (t - start)[..., None]
+        predicted = Tensor((shifted * onehot).sum(axis=-1).astype(x.dtype))""",
+        why="the target's logit picked with a one-hot product instead of an index",
+    ),
+    Mutant(
+        id="sp-grads-coalesced",
+        task="7.4",
+        file="distributed/sequence_parallel/grads.py",
+        find="""    for p in params:
+        if p._grad is not None:
+            dist.all_reduce(p._grad, group=group)""",
+        replace="""    import numpy as np
+
+    grads = [p._grad for p in params if p._grad is not None]
+    flat = Tensor(np.concatenate([g.data.ravel() for g in grads]))
+    dist.all_reduce(flat, group=group)
+    offset = 0
+    for g in grads:
+        g.data[...] = flat.data[offset:offset + g.numel()].reshape(g.shape)
+        offset += g.numel()""",
+        why="one all-reduce of all the gradients in a flat buffer",
+    ),
+    Mutant(
+        id="zero-sum-then-divide",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="""        dist.reduce_scatter_tensor(out, Tensor(flat), op=dist.ReduceOp.AVG,
+                                   group=self.process_group)""",
+        replace="""        dist.reduce_scatter_tensor(out, Tensor(flat), op=dist.ReduceOp.SUM,
+                                   group=self.process_group)
+        out.data /= self.world""",
+        why="reduce-scatter the sum and divide by the world size",
+    ),
     Mutant(
         id="ddp-predivide-then-sum",
         task="7.1",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import optim, sequence_parallel, tensor_parallel
 from .backends.threads import ThreadWorld
 from .collectives.api import (
     GroupMember,
@@ -84,10 +85,13 @@ __all__ = [
     "is_initialized",
     "isend",
     "new_group",
+    "optim",
     "record_event",
     "recv",
     "reduce_scatter",
     "reduce_scatter_tensor",
     "send",
+    "sequence_parallel",
     "spawn",
+    "tensor_parallel",
 ]
