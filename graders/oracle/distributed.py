@@ -280,3 +280,41 @@ def sequence_parallel_block(x: np.ndarray, ln: dict[str, np.ndarray], a: np.ndar
     return {"output": out.detach().numpy(), "input_grad": inputs.grad.numpy(),
             "ln_weight_grad": norm.weight.grad.numpy(), "ln_bias_grad": norm.bias.grad.numpy(),
             "A_grad": ta.grad.numpy(), "B_grad": tb.grad.numpy()}
+
+
+def pipeline_train(widths: list[int], weights: dict[str, np.ndarray],
+                   steps: list[tuple[np.ndarray, np.ndarray]], n_microbatches: int, lr: float,
+                   ) -> dict[str, Any]:
+    """The MLP on the whole batch in one process: per step each micro-batch's mse loss,
+    the gradient of their mean, then SGD."""
+    model = MLP(widths)
+    load(model, weights)
+    losses, grads = [], []
+    for x, y in steps:
+        model.zero_grad(set_to_none=True)
+        parts = [F.mse_loss(model(torch.from_numpy(a)), torch.from_numpy(b))
+                 for a, b in zip(np.split(x, n_microbatches), np.split(y, n_microbatches))]
+        losses.append(np.array([p.item() for p in parts]))
+        (sum(parts) / n_microbatches).backward()
+        grads.append({n: p.grad.numpy().copy() for n, p in model.named_parameters()})
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= lr * p.grad
+    return {"losses": losses, "grads": grads}
+
+
+def schedule_order(schedule: str, stage: int, num_stages: int, n: int) -> str:
+    """The forward (F) and backward (B) micro-batch steps of a stage, in order."""
+    if schedule == "gpipe":
+        return "F" * n + "B" * n
+    warmup = min(num_stages - stage - 1, n)
+    return "F" * warmup + "FB" * (n - warmup) + "B" * warmup
+
+
+def in_flight(order: str) -> int:
+    """The most micro-batches between their forward and their backward at once."""
+    live = peak = 0
+    for step in order:
+        live += 1 if step == "F" else -1
+        peak = max(peak, live)
+    return peak

@@ -134,9 +134,44 @@ MUTANTS = [
         replace="""    pass""",
         why="LayerNorm gradients left as each rank's part of the sequence",
     ),
+    # ----- 7.5 pipeline parallelism -----------------------------------------------------------
+    Mutant(
+        id="pp-1f1b-is-gpipe",
+        task="7.5",
+        file="distributed/pipelining/schedules.py",
+        find="        warmup = min(stage.num_stages - stage.stage_index - 1, n)",
+        replace="        warmup = n",
+        why="a 1F1B schedule that runs every forward first (GPipe, holding every "
+            "micro-batch's activations)",
+    ),
+    Mutant(
+        id="pp-sends-previous-microbatch",
+        task="7.5",
+        file="distributed/pipelining/stage.py",
+        find="            send_activation(out, self.next_rank, self.group)",
+        replace="            send_activation(self._outputs.get(chunk - 1, out), self.next_rank, "
+                "self.group)",
+        why="a stage that sends the previous micro-batch's activations to the next stage",
+    ),
+    Mutant(
+        id="pp-loss-not-scaled",
+        task="7.5",
+        file="distributed/pipelining/stage.py",
+        find="            (out * loss_scale).backward()",
+        replace="            out.backward()",
+        why="the micro-batch losses' gradients summed, not averaged",
+    ),
 ]
 
 ALTERNATIVES = [
+    Mutant(
+        id="pp-scale-through-the-root-gradient",
+        task="7.5",
+        file="distributed/pipelining/stage.py",
+        find="            (out * loss_scale).backward()",
+        replace="            out.backward(Tensor(out.data * 0 + loss_scale))",
+        why="the loss scale given as backward's starting gradient",
+    ),
     Mutant(
         id="tp-cross-entropy-one-hot",
         task="7.3",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import optim, sequence_parallel, tensor_parallel
+from . import optim, pipelining, sequence_parallel, tensor_parallel
 from .backends.threads import ThreadWorld
 from .collectives.api import (
     GroupMember,
@@ -86,6 +86,7 @@ __all__ = [
     "isend",
     "new_group",
     "optim",
+    "pipelining",
     "record_event",
     "recv",
     "reduce_scatter",
