@@ -318,3 +318,38 @@ def in_flight(order: str) -> int:
         live += 1 if step == "F" else -1
         peak = max(peak, live)
     return peak
+
+
+# ----- the GPT on a grid --------------------------------------------------------------------
+def gpt_train(cfg: dict[str, Any], batches: list[tuple[np.ndarray, np.ndarray]],
+              val: tuple[np.ndarray, np.ndarray], options: dict[str, Any], seed: int,
+              ) -> dict[str, Any]:
+    """The GPT in one process (graders.oracle.gpt), AdamW from configure_optimizers, on the
+    whole batch: the validation loss before each step, each step's loss, the weights at
+    the end; and the initial weights."""
+    from . import gpt
+
+    model, weights = gpt.gpt(cfg, seed)
+    opt = model.configure_optimizers(options["weight_decay"], options["lr"], options["betas"])
+    losses, val_losses = [], []
+    for idx, targets in batches:
+        with torch.no_grad():
+            val_losses.append(model(torch.from_numpy(val[0]), torch.from_numpy(val[1]))[1].item())
+        opt.zero_grad()
+        _, loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"weights": weights, "losses": np.array(losses), "val": np.array(val_losses),
+            "params": {n: p.detach().numpy().copy() for n, p in model.named_parameters()}}
+
+
+def gpt_local_part(name: str, value: np.ndarray, tp: int, rank: int, n_embd: int) -> np.ndarray:
+    """Tensor-parallel rank ``rank``'s part of the GPT's parameter ``name``."""
+    if name.endswith(("wte.weight", "lm_head.weight", "c_fc.weight", "c_fc.bias")):
+        return split(value, tp, rank, 0)
+    if name.endswith(("c_attn.weight", "c_attn.bias")):
+        return value[qkv_rows(n_embd, tp, rank)]
+    if name.endswith("c_proj.weight"):
+        return split(value, tp, rank, 1)
+    return value

@@ -161,6 +161,34 @@ MUTANTS = [
         replace="            out.backward()",
         why="the micro-batch losses' gradients summed, not averaged",
     ),
+    # ----- 7.6 end to end ------------------------------------------------------------------
+    Mutant(
+        id="grad-mode-shared-by-threads",
+        task="7.6",
+        file="autograd/grad_mode.py",
+        find="class _ThreadState(threading.local):",
+        replace="class _ThreadState:",
+        why="grad mode kept in one module-global object: a rank's no_grad region (its "
+            "evaluation, with collectives inside) switches autograd off for the other ranks",
+    ),
+    Mutant(
+        id="trainer-no-data-parallel-average",
+        task="7.6",
+        file="distributed/models/gpt.py",
+        find="                    dist.all_reduce(p._grad, op=dist.ReduceOp.AVG, group=self.dp_group)",
+        replace="                    pass",
+        why="with pipeline stages, gradients are never averaged over the data-parallel ranks",
+    ),
+    Mutant(
+        id="trainer-sequence-parallel-grads-not-summed",
+        task="7.6",
+        file="distributed/models/gpt.py",
+        find="""        allreduce_sequence_parallel_grads(self.stage_module.sequence_parallel_parameters(),
+                                          self.tp_group)""",
+        replace="",
+        why="the sequence-parallel parameters' gradients (LayerNorms, position embeddings) "
+            "not summed over the tensor-parallel ranks",
+    ),
 ]
 
 ALTERNATIVES = [

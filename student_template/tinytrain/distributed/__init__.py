@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import optim, pipelining, sequence_parallel, tensor_parallel
+from . import models, optim, pipelining, sequence_parallel, tensor_parallel
 from .backends.threads import ThreadWorld
 from .collectives.api import (
     GroupMember,
@@ -84,6 +84,7 @@ __all__ = [
     "is_available",
     "is_initialized",
     "isend",
+    "models",
     "new_group",
     "optim",
     "pipelining",
