@@ -41,7 +41,7 @@ from ...tensor import Tensor
 from ..collectives import api as dist
 from ..data_parallel import DistributedDataParallel
 from ..device_mesh import DeviceMesh
-from ..pipelining import PipelineStage, Schedule1F1B
+from ..pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 from ..sequence_parallel import (
     allreduce_sequence_parallel_grads,
     gather_from_sequence_parallel_region,
@@ -222,11 +222,13 @@ class GPTStage(Module):
 
 class ParallelTrainer:
     """Train ``gpt`` (the same full model on every rank) on ``mesh`` (dims "pp", "dp",
-    "tp"), ``n_microbatches`` per step, with AdamW (``lr``, ``weight_decay``, ``betas``)."""
+    "tp"), ``n_microbatches`` per step (``schedule`` "1f1b" or "gpipe"), with AdamW
+    (``lr``, ``weight_decay``, ``betas``)."""
 
     def __init__(self, gpt: GPT, mesh: DeviceMesh, n_microbatches: int = 1,
                  sequence_parallel: bool = False, lr: float = 1e-3,
-                 weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999)) -> None:
+                 weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                 schedule: str = "1f1b") -> None:
         self.mesh = mesh
         self.tp_group, self.dp_group, self.pp_group = (mesh.get_group(d) for d in ("tp", "dp", "pp"))
         self.n_microbatches = n_microbatches
@@ -240,7 +242,8 @@ class ParallelTrainer:
             self.ddp = DistributedDataParallel(self.stage_module, process_group=self.dp_group)
             runner = self.ddp
         self.stage = PipelineStage(runner, pp_rank, pp_size, group=self.pp_group)
-        self.schedule = Schedule1F1B(self.stage, n_microbatches, loss_fn=self.model.loss)
+        schedule_class = {"1f1b": Schedule1F1B, "gpipe": ScheduleGPipe}[schedule]
+        self.schedule = schedule_class(self.stage, n_microbatches, loss_fn=self.model.loss)
         params = list(self.stage_module.parameters())
         self.optimizer = AdamW(
             [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
