@@ -33,7 +33,6 @@ STEPS, BATCH = 3, 8
 # (name, mesh (pp, dp, tp), micro-batches, sequence parallel, tied head)
 GRIDS = [
     ("dp2-tp2", (1, 2, 2), 1, False, True),
-    ("tp2-sequence-parallel", (1, 1, 2), 1, True, True),
     ("dp2-tp2-sequence-parallel", (1, 2, 2), 1, True, True),
     ("pp2-tp2", (2, 1, 2), 2, False, False),
     ("pp2-dp2", (2, 2, 1), 2, False, False),
