@@ -41,7 +41,7 @@ from ...tensor import Tensor
 from ..collectives import api as dist
 from ..data_parallel import DistributedDataParallel
 from ..device_mesh import DeviceMesh
-from ..pipelining import PipelineStage, Schedule1F1B
+from ..pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 from ..sequence_parallel import (
     allreduce_sequence_parallel_grads,
     gather_from_sequence_parallel_region,
@@ -174,11 +174,13 @@ class GPTStage(Module):
 
 class ParallelTrainer:
     """Train ``gpt`` (the same full model on every rank) on ``mesh`` (dims "pp", "dp",
-    "tp"), ``n_microbatches`` per step, with AdamW (``lr``, ``weight_decay``, ``betas``)."""
+    "tp"), ``n_microbatches`` per step (``schedule`` "1f1b" or "gpipe"), with AdamW
+    (``lr``, ``weight_decay``, ``betas``)."""
 
     def __init__(self, gpt: GPT, mesh: DeviceMesh, n_microbatches: int = 1,
                  sequence_parallel: bool = False, lr: float = 1e-3,
-                 weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999)) -> None:
+                 weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                 schedule: str = "1f1b") -> None:
         self.mesh = mesh
         self.tp_group, self.dp_group, self.pp_group = (mesh.get_group(d) for d in ("tp", "dp", "pp"))
         self.n_microbatches = n_microbatches
