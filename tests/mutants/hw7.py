@@ -220,6 +220,8 @@ ALTERNATIVES = [
         replace="""    import numpy as np
 
     grads = [p._grad for p in params if p._grad is not None]
+    if not grads:
+        return
     flat = Tensor(np.concatenate([g.data.ravel() for g in grads]))
     dist.all_reduce(flat, group=group)
     offset = 0
