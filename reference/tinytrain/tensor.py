@@ -38,6 +38,7 @@ class Tensor:
         "_grad_accumulator",
         "_is_inference",
         "_output_nr",
+        "_post_accumulate_grad_hooks",
         "_requires_grad",
         "_version_counter",
         "_views",
@@ -58,6 +59,7 @@ class Tensor:
         self._version_counter = VersionCounter()
         self._base: Tensor | None = None
         self._backward_hooks: list[Callable] | None = None
+        self._post_accumulate_grad_hooks: list[Callable] | None = None
         self._grad_accumulator: weakref.ref | None = None
         self._is_inference = grad_mode.is_inference_mode_enabled()
         self._views: dict[int, weakref.ref] | None = None  # live views of this base (by id)
@@ -203,6 +205,20 @@ class Tensor:
         return RemovableHandle(hooks, hook)
         # END SOLUTION
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None],
+                                           ) -> RemovableHandle:
+        """Call ``hook(self)`` each time backward has added a gradient into this leaf's
+        ``.grad`` (data parallelism starts communicating a gradient from here)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = []
+        self._post_accumulate_grad_hooks.append(hook)
+        return RemovableHandle(self._post_accumulate_grad_hooks, hook)
+
     def detach(self) -> Tensor:
         """A new leaf that shares this tensor's storage and version counter, without
         history and without requiring grad."""
@@ -224,6 +240,7 @@ class Tensor:
         out._version_counter = self._version_counter
         out._base = None
         out._backward_hooks = None
+        out._post_accumulate_grad_hooks = None
         out._grad_accumulator = None
         out._is_inference = self._is_inference
         out._views = None

@@ -222,6 +222,8 @@ class AccumulateGrad(BackwardNode):
         (grad,) = grads
         if grad is not None:
             accumulate_into_leaf(self.variable, grad)
+            for hook in list(self.variable._post_accumulate_grad_hooks or ()):
+                hook(self.variable)
         return ()
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,28 @@ def backward(
         raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
     roots = [(gradient_edge(t), _root_grad(i, t, g))
              for i, (t, g) in enumerate(zip(tensors, grads, strict=True))]
-    run_backward(roots, retain_graph)
+    outer, _callbacks.queue = _callbacks.queue, []
+    try:
+        run_backward(roots, retain_graph)
+        while _callbacks.queue:
+            _callbacks.queue.pop(0)()
+    finally:
+        _callbacks.queue = outer
+
+
+class _Callbacks(threading.local):
+    queue: list[Callable[[], None]] | None = None  # None outside backward
+
+
+_callbacks = _Callbacks()
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` when the current backward pass has finished, before
+    ``backward()`` returns (PyTorch's ``Variable._execution_engine.queue_callback``)."""
+    if _callbacks.queue is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _callbacks.queue.append(callback)
 
 
 def _as_tuple(x: Any) -> tuple[Any, ...]:

@@ -1,0 +1,159 @@
+"""Probes for tasks 7.3 and 7.4: the tensor- and sequence-parallel operators and layers,
+on ranks as threads, with the weights of a full layer the grader sends (every rank cuts
+its own part). Marks in the trace: "forward", "backward", "done"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import probe
+from ._observe import array, grad
+from .distributed_common import run_world
+from .gpt import _at, _build, _load
+
+
+def _function(tt: Any, path: str) -> Any:
+    """``tensor_parallel.copy_to_tensor_model_parallel_region`` ... in tt.distributed."""
+    module, _, name = path.partition(".")
+    if module not in ("tensor_parallel", "sequence_parallel"):
+        raise ValueError(f"no operator {path!r}")
+    return getattr(getattr(tt.distributed, module), name)
+
+
+@probe
+def mapping(tt: Any, path: str, world: int, inputs: list[np.ndarray],
+            grad_outputs: list[np.ndarray]) -> dict[str, Any]:
+    """Each rank: y = op(x_rank), then y.backward(grad_outputs[rank]); y and x.grad."""
+    dist = tt.distributed
+    op = _function(tt, path)
+
+    def rank_main(rank: int) -> dict[str, Any]:
+        x = tt.tensor(inputs[rank]).requires_grad_(True)
+        dist.record_event("forward")
+        y = op(x)
+        dist.record_event("backward")
+        y.backward(tt.tensor(grad_outputs[rank]))
+        dist.record_event("done")
+        return {"output": array(y), "input_grad": grad(x)}
+
+    results, trace = run_world(tt, world, rank_main)
+    return {"ranks": results, "trace": trace}
+
+
+def _full_layer(tt: Any, kind: str, cfg: dict[str, Any], weights: dict[str, np.ndarray]) -> Any:
+    if kind in ("column", "row"):
+        module = _build(tt, lambda: tt.nn.Linear(cfg["in"], cfg["out"], bias=cfg["bias"]))
+    elif kind == "embedding":
+        module = _build(tt, lambda: tt.nn.Embedding(cfg["num"], cfg["dim"]))
+    elif kind in ("mlp", "attention"):
+        config = tt.models.GPTConfig(**cfg)
+        make = tt.models.gpt.MLP if kind == "mlp" else tt.models.CausalSelfAttention
+        module = _build(tt, lambda: make(config))
+    else:
+        raise ValueError(f"unknown layer kind {kind!r}")
+    _load(module, weights)
+    return module
+
+
+def _parallel(tt: Any, kind: str, full: Any, options: dict[str, Any]) -> Any:
+    tp = tt.distributed.tensor_parallel
+    if kind == "column":
+        return tp.ColumnParallelLinear(full, gather_output=options.get("gather_output", False))
+    if kind == "row":
+        return tp.RowParallelLinear(full, input_is_parallel=options.get("input_is_parallel", True))
+    if kind == "embedding":
+        return tp.VocabParallelEmbedding(full)
+    if kind == "mlp":
+        return tp.ParallelMLP(full)
+    return tp.ParallelCausalSelfAttention(full)
+
+
+@probe
+def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec``: world, kind (column, row, embedding, mlp, attention), cfg, weights (the
+    full layer's), options, and per rank its input and output gradient. Each rank builds
+    the full layer, its parallel version, runs forward and backward: the output, the
+    input's gradient (None for indices) and the parallel layer's parameters' gradients by
+    name."""
+    dist = tt.distributed
+    kind = spec["kind"]
+
+    def rank_main(rank: int) -> dict[str, Any]:
+        full = _full_layer(tt, kind, spec["cfg"], spec["weights"])
+        part = _parallel(tt, kind, full, spec.get("options", {}))
+        x = tt.tensor(spec["inputs"][rank])
+        if kind != "embedding":
+            x.requires_grad_(True)
+        dist.record_event("forward")
+        y = part(x)
+        dist.record_event("backward")
+        y.backward(tt.tensor(spec["grad_outputs"][rank]))
+        dist.record_event("done")
+        return {"output": array(y), "input_grad": None if kind == "embedding" else grad(x),
+                "grads": {name: grad(_at(part, name)) for name in spec["local_names"]}}
+
+    results, trace = run_world(tt, spec["world"], rank_main)
+    return {"ranks": results, "trace": trace}
+
+
+@probe
+def cross_entropy(tt: Any, world: int, logits: list[np.ndarray], target: np.ndarray,
+                  grad_output: np.ndarray) -> dict[str, Any]:
+    """Each rank: vocab_parallel_cross_entropy(its logits, target), backward with
+    ``grad_output``: the per-token losses and the logits' gradient."""
+    dist = tt.distributed
+
+    def rank_main(rank: int) -> dict[str, Any]:
+        x = tt.tensor(logits[rank]).requires_grad_(True)
+        dist.record_event("forward")
+        loss = dist.tensor_parallel.vocab_parallel_cross_entropy(x, tt.tensor(target))
+        dist.record_event("backward")
+        loss.backward(tt.tensor(grad_output))
+        dist.record_event("done")
+        return {"loss": array(loss), "logits_grad": grad(x)}
+
+    results, trace = run_world(tt, world, rank_main)
+    return {"ranks": results, "trace": trace}
+
+
+@probe
+def sequence_parallel_block(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """A residual block with a sequence-parallel LayerNorm region around the probes' own
+    tensor-parallel region (no task-7.3 code): each rank holds its part of the sequence
+    of x, then
+
+        h = LayerNorm(x_r)                                   (on this rank's positions)
+        z = tanh(gather_from_sequence_parallel_region(h) @ A_r) @ B_r   (partial sums)
+        out_r = x_r + reduce_scatter_to_sequence_parallel_region(z)
+
+    with A_r, B_r this rank's columns of A and rows of B; out_r.backward(its part of g),
+    then allreduce_sequence_parallel_grads([ln.weight, ln.bias]). Marks "forward",
+    "backward", "sync", "done"."""
+    dist = tt.distributed
+    sp = dist.sequence_parallel
+    world = spec["world"]
+
+    def rank_main(rank: int) -> dict[str, Any]:
+        width = spec["x"].shape[-1]
+        ln = _build(tt, lambda: tt.nn.LayerNorm(width))
+        _load(ln, spec["ln"])
+        part = spec["A"].shape[1] // world
+        a = tt.nn.Parameter(tt.tensor(spec["A"][:, rank * part:(rank + 1) * part]))
+        b = tt.nn.Parameter(tt.tensor(spec["B"][rank * part:(rank + 1) * part]))
+        x = tt.tensor(np.split(spec["x"], world, axis=1)[rank]).requires_grad_(True)
+        dist.record_event("forward")
+        h = sp.gather_from_sequence_parallel_region(ln(x))
+        z = tt.tanh(h @ a) @ b
+        out = x + sp.reduce_scatter_to_sequence_parallel_region(z)
+        dist.record_event("backward")
+        out.backward(tt.tensor(np.split(spec["grad_output"], world, axis=1)[rank]))
+        dist.record_event("sync")
+        sp.allreduce_sequence_parallel_grads([ln.weight, ln.bias])
+        dist.record_event("done")
+        return {"output": array(out), "input_grad": grad(x), "ln_weight_grad": grad(ln.weight),
+                "ln_bias_grad": grad(ln.bias), "A_grad": grad(a), "B_grad": grad(b)}
+
+    results, trace = run_world(tt, world, rank_main)
+    return {"ranks": results, "trace": trace}

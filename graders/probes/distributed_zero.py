@@ -1,0 +1,93 @@
+"""Probes for task 7.2: ZeroRedundancyOptimizer (stages 1 and 2) over the submission's
+AdamW, on ranks as threads, each with its own part of every batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import probe
+from ._observe import array
+from .distributed_common import mlp, run_world, values
+from .gpt import _at
+
+
+def _optimizers(obj: Any, tt: Any, seen: set[int] | None = None) -> list[Any]:
+    """Every optimizer reachable from ``obj``'s attributes (itself included), so that
+    state kept anywhere is counted."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    found = [obj] if isinstance(obj, tt.optim.Optimizer) else []
+    for value in vars(obj).values() if hasattr(obj, "__dict__") else ():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if isinstance(item, tt.optim.Optimizer):
+                found += _optimizers(item, tt, seen)
+    return found
+
+
+def _state_bytes(tt: Any, opt: Any) -> int:
+    total = 0
+    for optimizer in _optimizers(opt, tt):
+        for state in optimizer.state.values():
+            for value in state.values():
+                if isinstance(value, tt.Tensor) and value.numel() > 1:
+                    total += value.data.nbytes
+    return total
+
+
+@probe
+def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec``: world, stage, widths, weights (the same on every rank), options (lr,
+    betas, weight_decay), batches[step][rank] = (x, y). Weights decay, biases do not
+    (two groups). Per rank and step: the bytes of gradients held after backward
+    (parameters' and shards'), the optimizer state's bytes (every optimizer reachable from
+    the ZeRO object), the parameters after the step, and each parameter's shard state."""
+    dist = tt.distributed
+    names = list(spec["weights"])
+    options = spec["options"]
+
+    def rank_main(rank: int) -> dict[str, Any]:
+        model = mlp(tt, spec["widths"], spec["weights"])
+        params = [_at(model, n) for n in names]
+        groups = [{"params": [p for n, p in zip(names, params) if n.endswith("weight")],
+                   "weight_decay": options["weight_decay"]},
+                  {"params": [p for n, p in zip(names, params) if n.endswith("bias")],
+                   "weight_decay": 0.0}]
+        opt = dist.optim.ZeroRedundancyOptimizer(
+            groups, tt.optim.AdamW, stage=spec["stage"], lr=options["lr"],
+            betas=tuple(options["betas"]))
+        out: dict[str, list[Any]] = {"losses": [], "grad_bytes": [], "state_bytes": [],
+                                     "params": [], "state": []}
+        for step, per_rank in enumerate(spec["batches"]):
+            x, y = per_rank[rank]
+            opt.zero_grad()
+            loss = tt.nn.functional.mse_loss(model(tt.tensor(x)), tt.tensor(y))
+            dist.record_event("backward", step=step)
+            loss.backward()
+            dist.record_event("step", step=step)
+            shards = [s for g in opt.optim.param_groups for s in g["params"]]
+            held = [t._grad for t in [*params, *shards] if t._grad is not None]
+            out["grad_bytes"].append(sum(g.data.nbytes for g in held))
+            opt.step()
+            dist.record_event("stepped", step=step)
+            out["losses"].append(float(loss.item()))
+            out["state_bytes"].append(_state_bytes(tt, opt))
+            out["params"].append(values(model, names))
+            ordered = [p for g in opt.param_groups for p in g["params"]]
+            by_param = dict(zip([id(p) for p in ordered], shards))
+            states = {}
+            for name, p in zip(names, params):
+                state = opt.optim.state.get(by_param[id(p)], {})
+                states[name] = {k: array(v) for k, v in state.items() if isinstance(v, tt.Tensor)}
+            out["state"].append(states)
+        out["losses"] = np.array(out["losses"])
+        return out
+
+    results, trace = run_world(tt, spec["world"], rank_main)
+    for result, events in zip(results, trace, strict=True):
+        result["trace"] = events
+    return {"ranks": results}

@@ -1,0 +1,218 @@
+"""Task 7.3: tensor-parallel layers on 2 and 4 ranks, against the full layer in PyTorch.
+
+Every rank cuts its part from the same full layer (float64). Each rank's output, input
+gradient and parameter gradients must be the full layer's, or this rank's part of them
+in Megatron's layouts (``graders/oracle/distributed.py``, ``local_part``): a column-
+parallel weight's rows, a row-parallel weight's columns (its bias whole), the
+attention's query/key/value rows of this rank's heads, the embedding's rows of this
+rank's vocabulary range. Tolerance: torch.testing's float64 default (only summation
+orders differ). Communication, from the trace: one all-reduce of the activations in
+forward and one in backward for an MLP and for an attention block, and what each
+layer's definition needs otherwise; the vocabulary-parallel cross entropy all-reduces
+three values per token in forward (max, sum of exponentials, target logit), nothing in
+backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graders.checks import assert_close, assert_conforms, assert_equal
+from graders.oracle import distributed as oracle
+from graders.oracle import distributed_collectives as table
+from graders.oracle import gpt as gpt_oracle
+from graders.suites._support import task
+
+BATCH, STEPS = 2, 3
+
+
+@dataclass(frozen=True)
+class LayerCase:
+    """A layer: its kind, config, options, and the collectives (kind, elements) it issues
+    in forward and backward (elements as a function of the config)."""
+
+    name: str
+    kind: str
+    cfg: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+    forward_calls: tuple[tuple[str, str], ...] = ()
+    backward_calls: tuple[tuple[str, str], ...] = ()
+
+
+GPT_CFG = gpt_oracle.config(n_embd=8, n_head=4, block_size=STEPS)
+LAYERS = [
+    LayerCase("column", "column", {"in": 6, "out": 8, "bias": True},
+              backward_calls=(("all_reduce", "in"),)),
+    LayerCase("column-gather-output", "column", {"in": 6, "out": 8, "bias": False},
+              {"gather_output": True}, (("all_gather", "out"),), (("all_reduce", "in"),)),
+    LayerCase("row", "row", {"in": 8, "out": 6, "bias": True}, {"input_is_parallel": True},
+              (("all_reduce", "out"),)),
+    LayerCase("row-scatter-input", "row", {"in": 8, "out": 6, "bias": False},
+              {"input_is_parallel": False}, (("all_reduce", "out"),), (("all_gather", "in"),)),
+    LayerCase("vocab-embedding", "embedding", {"num": 12, "dim": 5},
+              forward_calls=(("all_reduce", "dim"),)),
+    LayerCase("mlp", "mlp", GPT_CFG, forward_calls=(("all_reduce", "n_embd"),),
+              backward_calls=(("all_reduce", "n_embd"),)),
+    LayerCase("attention", "attention", GPT_CFG, forward_calls=(("all_reduce", "n_embd"),),
+              backward_calls=(("all_reduce", "n_embd"),)),
+]
+CASES = [pytest.param(case, world, id=f"{case.name}-world{world}")
+         for case in LAYERS for world in (2, 4)]
+
+
+def _weights(case: LayerCase, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    shapes = {
+        "column": {"weight": (case.cfg.get("out", 0), case.cfg.get("in", 0)),
+                   "bias": (case.cfg.get("out", 0),)},
+        "row": {"weight": (case.cfg.get("out", 0), case.cfg.get("in", 0)),
+                "bias": (case.cfg.get("out", 0),)},
+        "embedding": {"weight": (case.cfg.get("num", 0), case.cfg.get("dim", 0))},
+    }
+    if case.kind in shapes:
+        names = shapes[case.kind]
+        if case.kind in ("column", "row") and not case.cfg["bias"]:
+            names = {"weight": names["weight"]}
+        return {n: rng.uniform(-0.5, 0.5, s) for n, s in names.items()}
+    make = gpt_oracle.MLP if case.kind == "mlp" else gpt_oracle.CausalSelfAttention
+    return gpt_oracle.random_weights(make(case.cfg), int(rng.integers(1 << 30)))
+
+
+def _width(case: LayerCase) -> tuple[int, int]:
+    """(input features, output features) of the full layer."""
+    if case.kind in ("column", "row"):
+        return case.cfg["in"], case.cfg["out"]
+    if case.kind == "embedding":
+        return 0, case.cfg["dim"]
+    return case.cfg["n_embd"], case.cfg["n_embd"]
+
+
+def prepare(case: LayerCase, world: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    rng = np.random.default_rng(world)
+    weights = _weights(case, rng)
+    d_in, d_out = _width(case)
+    if case.kind == "embedding":
+        x = rng.integers(0, case.cfg["num"], (BATCH, STEPS))
+    else:
+        x = rng.uniform(-1, 1, (BATCH, STEPS, d_in))
+    g = rng.uniform(-1, 1, (BATCH, STEPS, d_out))
+    expected = oracle.layer_run(case.kind, case.cfg, weights, x, g)
+    column_part = case.kind == "column" and not case.options.get("gather_output")
+    row_part = case.kind == "row" and case.options.get("input_is_parallel")
+    inputs = [oracle.split(x, world, r, -1) if row_part else x for r in range(world)]
+    grads = [oracle.split(g, world, r, -1) if column_part else g for r in range(world)]
+    spec = {"world": world, "kind": case.kind, "cfg": case.cfg, "weights": weights,
+            "options": case.options, "inputs": inputs, "grad_outputs": grads,
+            "local_names": list(weights)}
+    return spec, {**expected, "column_part": column_part, "row_part": row_part}
+
+
+def describe(case: LayerCase, world: int) -> str:
+    classes = {"column": "ColumnParallelLinear", "row": "RowParallelLinear",
+               "embedding": "VocabParallelEmbedding", "mlp": "ParallelMLP",
+               "attention": "ParallelCausalSelfAttention"}
+    options = "".join(f", {k}={v}" for k, v in case.options.items())
+    return (f"{world} ranks, tt.distributed.tensor_parallel.{classes[case.kind]}(<full layer "
+            f"{case.cfg}>{options}), input of batch {BATCH}, {STEPS} positions (float64)")
+
+
+def run(submission: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    got = submission.call("distributed_tp.layer", spec)
+    rank = {"output": None, "input_grad": None, "grads": {n: None for n in spec["local_names"]}}
+    assert_conforms(got, {"ranks": [rank] * spec["world"], "trace": [None] * spec["world"]},
+                    what="distributed_tp.layer")
+    table.check_trace(got["trace"])
+    return got
+
+
+@task("7.3")
+@pytest.mark.parametrize(("case", "world"), CASES)
+def test_layer_matches_the_full_layer(submission, case, world):
+    """Each rank's output, input gradient and parameter gradients: the full layer's, or
+    this rank's part of them."""
+    spec, expected = prepare(case, world)
+    got = run(submission, spec)
+    what = describe(case, world)
+    n_embd = case.cfg.get("n_embd", 0)
+    for rank, result in enumerate(got["ranks"]):
+        output = expected["output"]
+        if expected["column_part"]:
+            output = oracle.split(output, world, rank, -1)
+        assert_close(result["output"], output, what=f"rank {rank}: the output", case=what)
+        if case.kind != "embedding":
+            input_grad = expected["input_grad"]
+            if expected["row_part"]:
+                input_grad = oracle.split(input_grad, world, rank, -1)
+            assert_close(result["input_grad"], input_grad, what=f"rank {rank}: the input's "
+                         "gradient", case=what)
+        for name, full in expected["grads"].items():
+            kind = "column" if case.kind == "column" else case.kind
+            assert_close(result["grads"][name],
+                         oracle.local_part(kind, name, full, world, rank, n_embd),
+                         what=f"rank {rank}: {name}.grad (this rank's part of the full "
+                              "layer's gradient)", case=what)
+
+
+@task("7.3")
+@pytest.mark.parametrize(("case", "world"), CASES)
+def test_layer_communicates_as_megatron(submission, case, world):
+    """The collectives each rank issues in forward and in backward (kind, elements): one
+    all-reduce each way for an MLP or an attention block."""
+    spec, _ = prepare(case, world)
+    got = run(submission, spec)
+    sizes = {"in": _width(case)[0], "out": _width(case)[1], "dim": _width(case)[1],
+             "n_embd": _width(case)[1]}
+    for rank in range(world):
+        trace = got["trace"][rank]
+        marks = {m["label"]: m["index"] for m in trace if m["kind"] == "mark"}
+        for phase, start, stop, calls in (
+                ("forward", marks["forward"], marks["backward"], case.forward_calls),
+                ("backward", marks["backward"], marks["done"], case.backward_calls)):
+            found = [(e["kind"], e["numel"]) for e in table.calls(table.between(trace, start, stop))]
+            assert_equal(found, [(kind, BATCH * STEPS * sizes[dim]) for kind, dim in calls],
+                         what=f"rank {rank}: the collectives in {phase} (kind, elements)",
+                         case=describe(case, world))
+
+
+def _ce_case(world: int, offset: float) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(world)
+    vocab, tokens = 4 * world, 7
+    logits = rng.uniform(-3, 3, (tokens, vocab)) + offset
+    target = rng.integers(0, vocab, tokens)
+    return logits, target, rng.uniform(0.1, 1, tokens)
+
+
+@task("7.3")
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("offset", [0.0, 1e4], ids=["plain", "logits-near-1e4"])
+def test_vocab_parallel_cross_entropy(submission, world, offset):
+    """Per-token losses on every rank and each rank's part of the logits' gradient, as
+    F.cross_entropy(reduction='none') on the whole logits (logits near 1e4 too: no
+    overflow); three all-reduces of one value per token in forward (max, sum, sum),
+    none in backward."""
+    logits, target, g = _ce_case(world, offset)
+    expected = oracle.cross_entropy_run(logits, target, g)
+    parts = [oracle.split(logits, world, r, -1) for r in range(world)]
+    got = submission.call("distributed_tp.cross_entropy", world, parts, target, g)
+    assert_conforms(got, {"ranks": [{"loss": None, "logits_grad": None}] * world,
+                          "trace": [None] * world}, what="distributed_tp.cross_entropy")
+    table.check_trace(got["trace"])
+    what = (f"{world} ranks, vocab_parallel_cross_entropy(this rank's {logits.shape[1] // world} "
+            f"of {logits.shape[1]} classes, target) for {logits.shape[0]} tokens")
+    for rank, result in enumerate(got["ranks"]):
+        assert_close(result["loss"], expected["loss"], what=f"rank {rank}: the losses", case=what)
+        assert_close(result["logits_grad"], oracle.split(expected["logits_grad"], world, rank, -1),
+                     what=f"rank {rank}: its part of the logits' gradient", case=what)
+        trace = got["trace"][rank]
+        marks = {m["label"]: m["index"] for m in trace if m["kind"] == "mark"}
+        forward = table.calls(table.between(trace, marks["forward"], marks["backward"]))
+        assert_equal(sorted((e["kind"], e["numel"], e["op"]) for e in forward),
+                     sorted([("all_reduce", len(target), "max"),
+                             ("all_reduce", len(target), "sum"),
+                             ("all_reduce", len(target), "sum")]),
+                     what=f"rank {rank}: the collectives in forward", case=what)
+        assert_equal(table.calls(table.between(trace, marks["backward"], marks["done"])), [],
+                     what=f"rank {rank}: the collectives in backward", case=what)

@@ -1,0 +1,183 @@
+"""Task 7.2: ZeroRedundancyOptimizer (ZeRO stages 1 and 2) over the submission's AdamW, on
+ranks as threads, against single-process PyTorch AdamW on the whole batch.
+
+Every rank trains the probes' MLP (float64) on its part of each batch. After every step
+each rank must hold PyTorch's parameters (torch.testing's float64 tolerance; both sides
+run the same float64 formulas), and AdamW's state for its chunk of every parameter
+(the flattened parameter padded to world equal chunks, rank r owning chunk r). Memory:
+a rank's optimizer state (counted over every optimizer reachable from the ZeRO object)
+is its chunks' only, about 1/world of the whole; at stage 2 so are the gradients it
+holds after backward. Communication (from the trace): per step, reduce-scatters whose
+outputs are the averaged gradients and all-gathers whose outputs are the updated
+parameters, covering every parameter once; no all-reduce. At stage 2 the reduce-scatters
+run during backward.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graders.checks import assert_close, assert_conforms
+from graders.oracle import distributed as oracle
+from graders.oracle import distributed_collectives as table
+from graders.suites._support import task
+
+WIDTHS = [5, 7, 6, 3]
+OPTIONS = {"lr": 0.01, "betas": [0.9, 0.95], "weight_decay": 0.1}
+STEPS = 3
+CASES = [(1, 2), (1, 3), (2, 2), (2, 3)]
+
+
+def spec(stage: int, world: int, seed: int = 0) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    weights = oracle.mlp_weights(WIDTHS, rng)
+    batches = [[(rng.uniform(-1, 1, (4, WIDTHS[0])), rng.uniform(-1, 1, (4, WIDTHS[-1])))
+                for _ in range(world)] for _ in range(STEPS)]
+    return {"world": world, "stage": stage, "widths": WIDTHS, "weights": weights,
+            "options": OPTIONS, "batches": batches}
+
+
+def describe(s: dict[str, Any]) -> str:
+    return (f"{s['world']} ranks, ZeroRedundancyOptimizer(groups, tt.optim.AdamW, "
+            f"stage={s['stage']}, lr={OPTIONS['lr']}, betas={tuple(OPTIONS['betas'])}) over "
+            f"the MLP {WIDTHS} (weights decay {OPTIONS['weight_decay']}, biases do not), a "
+            f"batch of 4 per rank, {STEPS} steps")
+
+
+def run(submission: Any, s: dict[str, Any]) -> list[dict[str, Any]]:
+    got = submission.call("distributed_zero.train", s)
+    names = list(s["weights"])
+    shape = {"losses": None, "grad_bytes": [0] * STEPS, "state_bytes": [0] * STEPS,
+             "params": [{n: None for n in names}] * STEPS,
+             "state": [{n: None for n in names}] * STEPS, "trace": None}
+    assert_conforms(got, {"ranks": [shape] * s["world"]}, what="distributed_zero.train")
+    table.check_trace([r["trace"] for r in got["ranks"]])
+    return got["ranks"]
+
+
+def ids(cases: list[tuple[int, int]]) -> list[str]:
+    return [f"stage{stage}-world{world}" for stage, world in cases]
+
+
+@task("7.2")
+@pytest.mark.parametrize(("stage", "world"), CASES, ids=ids(CASES))
+def test_parameters_match_single_process_adamw(submission, stage, world):
+    """Every rank's parameters after every step, as AdamW on the whole batch in one
+    process (the gradient averaged over the ranks)."""
+    s = spec(stage, world)
+    ranks = run(submission, s)
+    expected = oracle.zero_train(WIDTHS, s["weights"], s["batches"], OPTIONS)
+    for rank, got in enumerate(ranks):
+        assert_close(np.asarray(got["losses"]), expected["losses"][rank],
+                     what=f"rank {rank}: its local losses", case=describe(s))
+        for step in range(STEPS):
+            for name in s["weights"]:
+                assert_close(got["params"][step][name], expected["params"][step][name],
+                             what=f"rank {rank}: {name} after step {step + 1}", case=describe(s))
+
+
+@task("7.2")
+@pytest.mark.parametrize(("stage", "world"), CASES, ids=ids(CASES))
+def test_each_rank_holds_adams_state_for_its_chunk(submission, stage, world):
+    """opt.optim's state for rank r's chunk of each parameter: PyTorch's exp_avg and
+    exp_avg_sq of that parameter, flattened, padded to world equal chunks, chunk r (and the
+    step count)."""
+    s = spec(stage, world)
+    ranks = run(submission, s)
+    expected = oracle.zero_train(WIDTHS, s["weights"], s["batches"], OPTIONS)
+    for rank, got in enumerate(ranks):
+        for step in range(STEPS):
+            for name in s["weights"]:
+                state = got["state"][step][name]
+                want = expected["state"][step][name]
+                what = f"rank {rank}: opt.optim.state[<its chunk of {name}>]"
+                assert_conforms(state, {"exp_avg": None, "exp_avg_sq": None, "step": None},
+                                what=what)
+                for key in ("exp_avg", "exp_avg_sq"):
+                    assert_close(state[key], oracle.shard(want[key], world, rank),
+                                 what=f"{what}[{key!r}] after step {step + 1}", case=describe(s))
+                assert_close(np.asarray(state["step"], np.float64).reshape(()),
+                             np.float64(want["step"]), check_dtype=False,
+                             what=f"{what}['step'] after step {step + 1}", case=describe(s))
+
+
+def _chunks_bytes(s: dict[str, Any], itemsize: int) -> int:
+    return sum(itemsize * math.ceil(v.size / s["world"]) for v in s["weights"].values())
+
+
+@task("7.2")
+@pytest.mark.parametrize(("stage", "world"), CASES, ids=ids(CASES))
+def test_memory_per_rank_is_a_shard(submission, stage, world):
+    """A rank's optimizer state takes about 1/world of AdamW's whole state (two moments
+    per element; padding allowed); at stage 2 the gradients a rank holds after backward
+    are about 1/world of all gradients too."""
+    s = spec(stage, world)
+    ranks = run(submission, s)
+    whole = sum(2 * 8 * v.size for v in s["weights"].values())
+    share = 2 * _chunks_bytes(s, 8)
+    for rank, got in enumerate(ranks):
+        held = max(got["state_bytes"])
+        if not 0 < held <= share:
+            raise AssertionError(
+                f"rank {rank} holds {held} bytes of optimizer state; AdamW's whole state is "
+                f"{whole} bytes, a rank's share (its chunks, padded) {share} bytes\n"
+                f"  case: {describe(s)}")
+        if stage == 2:
+            grads = max(got["grad_bytes"])
+            limit = _chunks_bytes(s, 8)
+            if not 0 < grads <= limit:
+                raise AssertionError(
+                    f"rank {rank} holds {grads} bytes of gradients after backward; at stage 2 "
+                    f"a rank keeps only its chunks ({limit} bytes; all gradients take "
+                    f"{whole // 2})\n  case: {describe(s)}")
+
+
+@task("7.2")
+@pytest.mark.parametrize(("stage", "world"), CASES, ids=ids(CASES))
+def test_gradients_reduce_scattered_and_parameters_all_gathered(submission, stage, world):
+    """Per step: reduce-scatters whose outputs add up to the averaged gradients (stage 2:
+    during backward), all-gathers whose outputs are the updated parameters, each
+    parameter once (padding allowed), and no all-reduce."""
+    s = spec(stage, world)
+    ranks = run(submission, s)
+    expected = oracle.zero_train(WIDTHS, s["weights"], s["batches"], OPTIONS)
+    total = sum(v.size for v in s["weights"].values())
+    padded = sum(world * math.ceil(v.size / world) for v in s["weights"].values())
+    for step in range(STEPS):
+        grad_sum = sum(g.sum() for g in expected["grads"][step].values())
+        param_sum = sum(p.sum() for p in expected["params"][step].values())
+        scattered = 0.0
+        for rank, got in enumerate(ranks):
+            marks = {m["label"]: m["index"] for m in got["trace"]
+                     if m["kind"] == "mark" and m.get("step") == step}
+            window = table.between(got["trace"], marks["backward"], marks["stepped"] + 1)
+            what = f"rank {rank}, step {step + 1}"
+            if table.calls(window, ("all_reduce",)):
+                raise AssertionError(f"{what}: an all-reduce; ZeRO reduce-scatters the "
+                                     f"gradients instead\n  case: {describe(s)}")
+            rs = table.calls(window, ("reduce_scatter",))
+            ag = table.calls(window, ("all_gather",))
+            for kind, events in (("reduce-scatter", rs), ("all-gather", ag)):
+                numel = sum(e["numel"] for e in events)
+                if not total <= numel <= padded:
+                    raise AssertionError(
+                        f"{what}: the {kind}s carry {numel} elements; every parameter once is "
+                        f"{total} ({padded} padded)\n  case: {describe(s)}")
+            if stage == 2 and any(e["index"] > marks["step"] for e in rs):
+                raise AssertionError(f"{what}: a reduce-scatter after backward returned; at "
+                                     f"stage 2 each gradient is reduce-scattered from its hook "
+                                     f"during backward\n  case: {describe(s)}")
+            gathered = sum(e["out"][0] for e in ag)
+            if not np.isclose(gathered, param_sum, rtol=1e-9, atol=1e-9):
+                raise AssertionError(f"{what}: the all-gathers' outputs sum to {gathered:.12g}, "
+                                     f"the updated parameters to {param_sum:.12g}\n"
+                                     f"  case: {describe(s)}")
+            scattered += sum(e["out"][0] for e in rs)
+        if not any(np.isclose(scattered, grad_sum * k, rtol=1e-9, atol=1e-9) for k in (1, world)):
+            raise AssertionError(f"step {step + 1}: the reduce-scatters' outputs over all ranks "
+                                 f"sum to {scattered:.12g}; the averaged gradients sum to "
+                                 f"{grad_sum:.12g}\n  case: {describe(s)}")

@@ -1,0 +1,272 @@
+"""Wrong variants for assignment 7 (parallel training), and correct alternatives."""
+
+from . import Mutant
+
+MUTANTS = [
+    # ----- 7.1 DistributedDataParallel ---------------------------------------------------
+    Mutant(
+        id="ddp-sums-gradients",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="work = dist.all_reduce(flat, op=dist.ReduceOp.AVG,",
+        replace="work = dist.all_reduce(flat, op=dist.ReduceOp.SUM,",
+        why="gradients summed over the ranks, not averaged",
+    ),
+    Mutant(
+        id="ddp-bucket-reduced-twice",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="        work = dist.all_reduce(flat, op=dist.ReduceOp.AVG, group=self.process_group,\n"
+             "                               async_op=True)\n",
+        replace="        dist.all_reduce(flat, op=dist.ReduceOp.AVG, group=self.process_group)\n"
+                "        work = dist.all_reduce(flat, op=dist.ReduceOp.AVG, group=self.process_group,\n"
+                "                               async_op=True)\n",
+        why="each bucket all-reduced twice (the values are still right: an average of equal "
+            "values)",
+    ),
+    Mutant(
+        id="ddp-no-overlap",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="            if len(self._ready[k]) < len(self.bucket_indices[k]):",
+        replace="            if sum(map(len, self._ready)) < len(self._params):",
+        why="the all-reduces start only once backward has produced every gradient (no "
+            "overlap of communication with backward)",
+    ),
+    Mutant(
+        id="ddp-no-broadcast",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="            dist.broadcast(tensor, src=src, group=self.process_group)",
+        replace="            pass",
+        why="the initial parameters are not broadcast: ranks start from different weights",
+    ),
+    # ----- 7.2 ZeRO -------------------------------------------------------------------------
+    Mutant(
+        id="zero-updates-every-parameter",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="""        if self.stage == 1:
+            for p in params:
+                if p._grad is not None:
+                    self._reduce_scatter_grad(p)
+        self.optim.step()
+        for p in params:
+            _, _, chunk = shard_bounds(p.numel(), self.world, self.rank)
+            full = Tensor(np.zeros(chunk * self.world, dtype=p.data.dtype))
+            dist.all_gather_into_tensor(full, self.shard(p), group=self.process_group)
+            p.data[...] = full.data[:p.numel()].reshape(p.shape)
+            p._bump_version()""",
+        replace="""        for p in params:
+            if p._grad is not None:
+                dist.all_reduce(p._grad, op=dist.ReduceOp.AVG, group=self.process_group)
+        if not hasattr(self, "_everything"):
+            self._everything = type(self.optim)(
+                [{**{k: v for k, v in g.items() if k != "params"}, "params": g["params"]}
+                 for g in self.param_groups])
+        self._everything.step()""",
+        why="ZeRO that all-reduces the gradients and updates every parameter on every rank "
+            "(each rank holds the whole optimizer state)",
+    ),
+    Mutant(
+        id="zero2-keeps-full-gradients",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="""        self._reduce_scatter_grad(param)
+        param.grad = None""",
+        replace="""        self._reduce_scatter_grad(param)""",
+        why="ZeRO-2 reduce-scatters each gradient but keeps the full one on every rank",
+    ),
+    # ----- 7.3 tensor parallelism -------------------------------------------------------------
+    Mutant(
+        id="tp-row-parallel-no-all-reduce",
+        task="7.3",
+        file="distributed/tensor_parallel/layers.py",
+        find="            y = reduce_from_tensor_model_parallel_region(partial, self.group)",
+        replace="            y = partial",
+        why="a row-parallel Linear that never sums its ranks' partial results",
+    ),
+    Mutant(
+        id="tp-column-split-wrong-axis",
+        task="7.3",
+        file="distributed/tensor_parallel/layers.py",
+        find="        self.weight = _param(linear.weight.data[start:start + part])\n        if linear",
+        replace="        self.weight = _param(linear.weight.data[:, start:start + part])\n"
+                "        if linear",
+        why="a column-parallel Linear that splits the weight along the input features",
+    ),
+    Mutant(
+        id="tp-embedding-no-mask",
+        task="7.3",
+        file="distributed/tensor_parallel/layers.py",
+        find="        return reduce_from_tensor_model_parallel_region(rows * keep, self.group)",
+        replace="        return reduce_from_tensor_model_parallel_region(rows, self.group)",
+        why="a vocabulary-parallel embedding that looks up out-of-range tokens as row 0 "
+            "instead of zeros",
+    ),
+    Mutant(
+        id="tp-heads-split-contiguously",
+        task="7.3",
+        file="distributed/tensor_parallel/transformer.py",
+        find="        order = np.concatenate([qkv_rows(self.n_embd, world, r) for r in range(world)])",
+        replace="        order = np.arange(3 * self.n_embd)",
+        why="attention split by contiguous rows of c_attn: a rank gets queries and keys of "
+            "other heads, not its heads' queries, keys and values",
+    ),
+    # ----- 7.4 sequence parallelism -----------------------------------------------------------
+    Mutant(
+        id="sp-all-reduce-instead-of-reduce-scatter",
+        task="7.4",
+        file="distributed/sequence_parallel/mappings.py",
+        find="        return reduce_scatter(x.data, SEQUENCE_DIM, group)",
+        replace="        from ..collectives.arrays import all_reduce\n\n"
+                "        return chunk(all_reduce(x.data, group), SEQUENCE_DIM, group)",
+        why="sequence parallelism that all-reduces the whole activations and keeps its part "
+            "(right values, twice the communication)",
+    ),
+    Mutant(
+        id="sp-layernorm-grads-not-summed",
+        task="7.4",
+        file="distributed/sequence_parallel/grads.py",
+        find="""    for p in params:
+        if p._grad is not None:
+            dist.all_reduce(p._grad, group=group)""",
+        replace="""    pass""",
+        why="LayerNorm gradients left as each rank's part of the sequence",
+    ),
+    # ----- 7.5 pipeline parallelism -----------------------------------------------------------
+    Mutant(
+        id="pp-1f1b-is-gpipe",
+        task="7.5",
+        file="distributed/pipelining/schedules.py",
+        find="        warmup = min(stage.num_stages - stage.stage_index - 1, n)",
+        replace="        warmup = n",
+        why="a 1F1B schedule that runs every forward first (GPipe, holding every "
+            "micro-batch's activations)",
+    ),
+    Mutant(
+        id="pp-sends-previous-microbatch",
+        task="7.5",
+        file="distributed/pipelining/stage.py",
+        find="            send_activation(out, self.next_rank, self.group)",
+        replace="            send_activation(self._outputs.get(chunk - 1, out), self.next_rank, "
+                "self.group)",
+        why="a stage that sends the previous micro-batch's activations to the next stage",
+    ),
+    Mutant(
+        id="pp-loss-not-scaled",
+        task="7.5",
+        file="distributed/pipelining/stage.py",
+        find="            (out * loss_scale).backward()",
+        replace="            out.backward()",
+        why="the micro-batch losses' gradients summed, not averaged",
+    ),
+    # ----- 7.6 end to end ------------------------------------------------------------------
+    Mutant(
+        id="grad-mode-shared-by-threads",
+        task="7.6",
+        file="autograd/grad_mode.py",
+        find="class _ThreadState(threading.local):",
+        replace="class _ThreadState:",
+        why="grad mode kept in one module-global object: a rank's no_grad region (its "
+            "evaluation, with collectives inside) switches autograd off for the other ranks",
+    ),
+    Mutant(
+        id="trainer-no-data-parallel-average",
+        task="7.6",
+        file="distributed/models/gpt.py",
+        find="                    dist.all_reduce(p._grad, op=dist.ReduceOp.AVG, group=self.dp_group)",
+        replace="                    pass",
+        why="with pipeline stages, gradients are never averaged over the data-parallel ranks",
+    ),
+    Mutant(
+        id="trainer-sequence-parallel-grads-not-summed",
+        task="7.6",
+        file="distributed/models/gpt.py",
+        find="""        allreduce_sequence_parallel_grads(self.stage_module.sequence_parallel_parameters(),
+                                          self.tp_group)""",
+        replace="",
+        why="the sequence-parallel parameters' gradients (LayerNorms, position embeddings) "
+            "not summed over the tensor-parallel ranks",
+    ),
+]
+
+ALTERNATIVES = [
+    Mutant(
+        id="pp-scale-through-the-root-gradient",
+        task="7.5",
+        file="distributed/pipelining/stage.py",
+        find="            (out * loss_scale).backward()",
+        replace="            out.backward(Tensor(out.data * 0 + loss_scale))",
+        why="the loss scale given as backward's starting gradient",
+    ),
+    Mutant(
+        id="tp-cross-entropy-one-hot",
+        task="7.3",
+        file="distributed/tensor_parallel/cross_entropy.py",
+        find="""        picked = np.take_along_axis(shifted, local[..., None], axis=-1)[..., 0]
+        predicted = Tensor(np.where(outside, 0.0, picked).astype(x.dtype))""",
+        replace="""        onehot = np.arange(part) == (t - start)[..., None]
+        predicted = Tensor((shifted * onehot).sum(axis=-1).astype(x.dtype))""",
+        why="the target's logit picked with a one-hot product instead of an index",
+    ),
+    Mutant(
+        id="sp-grads-coalesced",
+        task="7.4",
+        file="distributed/sequence_parallel/grads.py",
+        find="""    for p in params:
+        if p._grad is not None:
+            dist.all_reduce(p._grad, group=group)""",
+        replace="""    import numpy as np
+
+    grads = [p._grad for p in params if p._grad is not None]
+    if not grads:
+        return
+    flat = Tensor(np.concatenate([g.data.ravel() for g in grads]))
+    dist.all_reduce(flat, group=group)
+    offset = 0
+    for g in grads:
+        g.data[...] = flat.data[offset:offset + g.numel()].reshape(g.shape)
+        offset += g.numel()""",
+        why="one all-reduce of all the gradients in a flat buffer",
+    ),
+    Mutant(
+        id="zero-sum-then-divide",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="""        dist.reduce_scatter_tensor(out, Tensor(flat), op=dist.ReduceOp.AVG,
+                                   group=self.process_group)""",
+        replace="""        dist.reduce_scatter_tensor(out, Tensor(flat), op=dist.ReduceOp.SUM,
+                                   group=self.process_group)
+        out.data /= self.world""",
+        why="reduce-scatter the sum and divide by the world size",
+    ),
+    Mutant(
+        id="ddp-predivide-then-sum",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="""        flat = Tensor(np.concatenate([g.ravel() for g in grads]))
+        work = dist.all_reduce(flat, op=dist.ReduceOp.AVG, group=self.process_group,
+                               async_op=True)""",
+        replace="""        world = dist.get_world_size(self.process_group)
+        flat = Tensor(np.concatenate([g.ravel() for g in grads]) / world)
+        work = dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.process_group,
+                               async_op=True)""",
+        why="divide each gradient by the world size first, then all-reduce the sum",
+    ),
+    Mutant(
+        id="ddp-coalesced-broadcast",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="""        for tensor in [*self.module.parameters(), *self.module.buffers()]:
+            dist.broadcast(tensor, src=src, group=self.process_group)""",
+        replace="""        tensors = [*self.module.parameters(), *self.module.buffers()]
+        flat = Tensor(np.concatenate([t.data.ravel() for t in tensors]))
+        dist.broadcast(flat, src=src, group=self.process_group)
+        offset = 0
+        for t in tensors:
+            t.data[...] = flat.data[offset:offset + t.numel()].reshape(t.shape)
+            offset += t.numel()""",
+        why="one broadcast of all parameters in a flat buffer (PyTorch coalesces them too)",
+    ),
+]
