@@ -9,11 +9,11 @@ Adding a kernel is adding an entry: its module and signature, a case strategy (t
 and torch's answer), hand-picked edge cases, the types it compiles with.
 """
 
-from . import elementwise
+from . import elementwise, softmax
 from .spec import Case, Expect, KernelInfo, Launch, WrapperInfo
 
-KERNELS: list[KernelInfo] = [*elementwise.KERNELS]
-WRAPPERS: list[WrapperInfo] = [*elementwise.WRAPPERS]
+KERNELS: list[KernelInfo] = [*elementwise.KERNELS, *softmax.KERNELS]
+WRAPPERS: list[WrapperInfo] = [*elementwise.WRAPPERS, *softmax.WRAPPERS]
 
 _names = [k.name for k in KERNELS]
 assert len(_names) == len(set(_names)), "kernel table names must be unique"

@@ -96,7 +96,8 @@ def check_launch(submission: Any, info: KernelInfo, case: Case, label: str = "")
     obs = submission.call("cuda.launch", case.launch.wire(info.module, info.name))
     outputs = {name: np.empty(np.shape(e.value)) for name, e in case.expected.items()}
     assert_conforms(obs, {"outputs": outputs, "written_inputs": None, "oob": None,
-                          "guards": None, "stores": None}, what=what)
+                          "guards": None, "stores": None, "loads": None},
+                    what=what)
     if obs["oob"] is not None:
         raise AssertionError(violation_message(info.name, obs["oob"]) +
                              f"\n  case: {case.description}\n  reproduce:\n" + _indent(repro))

@@ -216,10 +216,13 @@ class _Checker:
         self.kernel = ""
         self.violation: dict[str, Any] | None = None
         self.stores: dict[str, list[int]] | None = None  # buffer -> first store per program
+        self.loads: dict[str, int] = {}  # elements loaded from each buffer (grader launches)
+        self._count = False
         self._lo = np.zeros(0, np.uint64)
         self._hi = np.zeros(0, np.uint64)
 
-    def arm(self, kernel: str, buffers: list[GuardedBuffer], trace: str | None) -> None:
+    def arm(self, kernel: str, buffers: list[Any], trace: str | None,
+            count: bool = False) -> None:
         self.kernel, self.buffers, self.violation = kernel, buffers, None
         merged: list[list[int]] = []  # the union of the buffers' spans (views may overlap)
         for lo, hi in sorted(b.span() for b in buffers):
@@ -231,6 +234,9 @@ class _Checker:
         self._hi = np.array([m[1] for m in merged], np.uint64)
         self._trace = trace
         self.stores = {} if trace else None
+        self._count = count
+        self.loads = {b.name: 0 for b in buffers} if count else {}
+        self._spans = [(b.name, *b.span()) for b in buffers] if count else []
 
     def disarm(self) -> None:
         self.buffers, self._lo, self._hi = [], np.zeros(0, np.uint64), np.zeros(0, np.uint64)
@@ -251,6 +257,10 @@ class _Checker:
         ok = inside & (addresses + np.uint64(itemsize) <= self._hi[safe])
         if access == "store" and self._trace is not None:
             self._record_store(addresses, ok, safe)
+        if access == "load" and self._count:
+            for name, lo, hi in self._spans:
+                self.loads[name] += int(((addresses >= np.uint64(lo))
+                                         & (addresses < np.uint64(hi))).sum())
         if ok.all():
             return
         bad = int(addresses[np.flatnonzero(~ok)[0]])
@@ -409,7 +419,7 @@ def _install() -> None:
 @contextmanager
 def checked(kernel: str, buffers: list[GuardedBuffer], trace: str | None = None) -> Any:
     """Bounds-check every access while the block runs (one launch of ``kernel``)."""
-    CHECKER.arm(kernel, buffers, trace)
+    CHECKER.arm(kernel, buffers, trace, count=True)
     try:
         yield CHECKER
     finally:

@@ -58,7 +58,8 @@ def launch(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """Launch ``tinytrain.cuda.<module>.<kernel>[grid](*args, **constexprs)`` on the
     grader's buffers. Returns every output buffer's values, the inputs that changed, the
     first out-of-bounds access (or None), the guard regions that changed, and (with
-    ``trace``) the first element each program stored into that buffer."""
+    ``trace``) the first element each program stored into that buffer, and how many
+    elements were loaded from each buffer."""
     kernel = rt.kernel_object(tt, spec["module"], spec["kernel"])
     buffers = {}
     for name, b in spec["buffers"].items():
@@ -75,14 +76,14 @@ def launch(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
             if checker.violation is None:
                 _raise_cause(exc)
             oob = checker.violation
-        stores = checker.stores
+        stores, loads = checker.stores, dict(checker.loads)
     outputs = {n: np.array(b.view, copy=True) for n, b in buffers.items()
                if spec["buffers"][n].get("output")}
     written = [n for n, b in buffers.items() if not spec["buffers"][n].get("output")
                and not _same(b.view, b.initial)]
     guards = [c for c in (b.corrupted() for b in buffers.values()) if c is not None]
     return {"outputs": outputs, "written_inputs": written, "oob": oob, "guards": guards,
-            "stores": stores or {}}
+            "stores": stores or {}, "loads": loads}
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

@@ -24,4 +24,26 @@ MUTANTS = [
     ),
 ]
 
+
+MUTANTS += [
+    # ----- 6.2 softmax ---------------------------------------------------------------
+    Mutant(
+        id="cuda-softmax-unstable",
+        task="6.2",
+        file="cuda/softmax.py",
+        find="        m_new = tl.maximum(m, x)\n",
+        replace="        m_new = tl.zeros_like(m)\n",
+        why="exp(x) / sum(exp(x)) without subtracting the maximum: inf / inf at logits of 1e4",
+    ),
+    Mutant(
+        id="cuda-softmax-reads-past-row",
+        task="6.2",
+        file="cuda/softmax.py",
+        find="        x = tl.load(x_row + cols * stride_xc, mask=mask, other=0.0).to(tl.float32)\n",
+        replace="        x = tl.load(x_row + cols * stride_xc).to(tl.float32)\n",
+        why="the output pass loads whole blocks past the end of the row (the store is masked, "
+            "so the values are right; the last row reads past the buffer)",
+    ),
+]
+
 ALTERNATIVES: list[Mutant] = []
