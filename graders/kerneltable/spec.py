@@ -82,6 +82,7 @@ class Expect:
     atol: float | None = None
     bound: np.ndarray | None = None
     why: str = ""
+    dtype: str | None = None  # the output's dtype, where ``value`` is kept wider (bounds)
 
 
 @dataclass

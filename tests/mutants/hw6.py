@@ -46,4 +46,71 @@ MUTANTS += [
     ),
 ]
 
-ALTERNATIVES: list[Mutant] = []
+MUTANTS += [
+    # ----- 6.3 matmul ----------------------------------------------------------------
+    Mutant(
+        id="cuda-matmul-fp16-accumulation",
+        task="6.3",
+        file="cuda/matmul.py",
+        find="    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n",
+        replace="    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=c_ptr.dtype.element_ty)\n",
+        why="the accumulator has the output's dtype: float16 products accumulate in float16",
+    ),
+    Mutant(
+        id="cuda-matmul-contiguous-only",
+        task="6.3",
+        file="cuda/matmul.py",
+        find="        a = tl.load(a_ptr + rm[:, None] * stride_am + (k + rk)[None, :] * stride_ak,",
+        replace="        a = tl.load(a_ptr + rm[:, None] * stride_am + (k + rk)[None, :],",
+        why="the kernel assumes a's rows are contiguous (stride_ak == 1): transposed or strided "
+            "inputs read the wrong elements",
+    ),
+    Mutant(
+        id="cuda-matmul-off-by-one-edge",
+        task="6.3",
+        file="cuda/matmul.py",
+        find="             acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))",
+        replace="             acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] <= M) & (rn[None, :] < N))",
+        why="the store mask lets the row just past the last tile's edge through",
+    ),
+]
+
+MUTANTS += [
+    # ----- 6.4 LayerNorm and cross-entropy --------------------------------------------
+    Mutant(
+        id="cuda-layernorm-dw-no-row-reduction",
+        task="6.4",
+        file="cuda/layernorm.py",
+        find="        dw += dy * xhat\n",
+        replace="        dw = dy * xhat\n",
+        why="each program's dW share keeps its last row only instead of summing its rows",
+    ),
+    Mutant(
+        id="cuda-cross-entropy-no-ignore",
+        task="6.4",
+        file="cuda/cross_entropy.py",
+        find="    scale = tl.where(ignored, 0.0, grad_scale)\n",
+        replace="    scale = grad_scale\n",
+        why="rows whose target is ignore_index still get a gradient",
+    ),
+]
+
+ALTERNATIVES: list[Mutant] = [
+    Mutant(
+        id="cuda-alt-matmul-k-reversed",
+        task="6.3",
+        file="cuda/matmul.py",
+        find="    for k in range(0, K, BLOCK_K):\n",
+        replace="    steps = tl.cdiv(K, BLOCK_K)\n    for kk in range(0, steps):\n"
+                "        k = (steps - 1 - kk) * BLOCK_K\n",
+        why="the K blocks are summed last to first (another loop order)",
+    ),
+    Mutant(
+        id="cuda-alt-matmul-wrapper-tiles",
+        task="6.3",
+        file="cuda/matmul.py",
+        find="BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = 32, 32, 32, 4",
+        replace="BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = 16, 64, 16, 1",
+        why="the wrapper launches with other tile sizes and no grouping",
+    ),
+]

@@ -28,8 +28,8 @@ def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, stride_xr, stride_xc, stride_yr
     Grid: (n_rows,); the program of row r loops over the row in blocks of BLOCK_N (which
     may be smaller than n_cols): one pass with an online maximum and sum, one pass that
     writes y."""
-    # HINT: masked lanes load -inf (other=float("-inf")); keep per-lane m and s, and guard
-    # HINT: exp(-inf - -inf) (NaN) with tl.where where m is still -inf
+    # HINT: masked lanes load -inf (other=float("-inf")); keep per-lane m and s; while a
+    # HINT: lane's m is still -inf, subtract 0 instead (exp(-inf - -inf) is NaN)
     # HINT: at the end: row max M = tl.max(m, 0), total = tl.sum(s * tl.exp(m - M), 0)
     raise NotImplementedError("task 6.2: Row softmax and log_softmax, forward and backward, with an online max and sum")
 
