@@ -9,13 +9,13 @@ Adding a kernel is adding an entry: its module and signature, a case strategy (t
 and torch's answer), hand-picked edge cases, the types it compiles with.
 """
 
-from . import elementwise, layernorm, matmul, softmax
+from . import attention, elementwise, layernorm, matmul, softmax
 from .spec import Case, Expect, KernelInfo, Launch, WrapperInfo
 
 KERNELS: list[KernelInfo] = [*elementwise.KERNELS, *softmax.KERNELS, *matmul.KERNELS,
-                               *layernorm.KERNELS]
+                               *layernorm.KERNELS, *attention.KERNELS]
 WRAPPERS: list[WrapperInfo] = [*elementwise.WRAPPERS, *softmax.WRAPPERS,
-                               *matmul.WRAPPERS, *layernorm.WRAPPERS]
+                               *matmul.WRAPPERS, *layernorm.WRAPPERS, *attention.WRAPPERS]
 
 _names = [k.name for k in KERNELS]
 assert len(_names) == len(set(_names)), "kernel table names must be unique"

@@ -103,6 +103,8 @@ def layout_line(name: str, layout: str) -> str | None:
     if layout == "strided":
         return (f"{name}_mem = np.zeros({name}.shape[:-1] + ({name}.shape[-1] * 2,), "
                 f"{name}.dtype); {name}_mem[..., ::2] = {name}; {name} = {name}_mem[..., ::2]")
+    if layout == "heads":
+        return f"{name} = np.ascontiguousarray({name}.swapaxes(1, 2)).swapaxes(1, 2)"
     if layout == "padded":
         return (f"{name}_mem = np.zeros({name}.shape[:-1] + ({name}.shape[-1] + 3,), "
                 f"{name}.dtype); {name}_mem[..., :-3] = {name}; {name} = {name}_mem[..., :-3]")

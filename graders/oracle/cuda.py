@@ -131,11 +131,17 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, scale: 
         future = torch.ones(steps, steps, dtype=torch.bool).triu(1)
         scores = scores.masked_fill(future, float("-inf"))
     lse = torch.logsumexp(scores, -1)
-    o = torch.softmax(scores, -1) @ v64
-    out = {"o": o.detach(), "lse": lse.detach()}
+    p = torch.softmax(scores, -1)
+    o = p @ v64
+    out = {"o": o.detach(), "lse": lse.detach(), "p": p.detach()}
     if do is not None:
-        o.backward(t(do, torch.float64))
-        out.update(dq=q64.grad, dk=k64.grad, dv=v64.grad)
+        do64 = t(do, torch.float64)
+        o.backward(do64)
+        dp = do64 @ v64.detach().transpose(-1, -2)
+        delta = (o.detach() * do64).sum(-1, keepdim=True)
+        slack = (o.detach().abs() * do64.abs()).sum(-1, keepdim=True)  # delta from rounded o
+        out.update(dq=q64.grad, dk=k64.grad, dv=v64.grad,
+                   ds_magnitude=p.detach() * (dp.abs() + delta.abs() + slack))
     return out
 
 

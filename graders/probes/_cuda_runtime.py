@@ -73,7 +73,8 @@ class GuardedBuffer:
 
     layouts: "contiguous"; "transposed" (the last two dims swapped in memory);
     "strided" (every other element of the last dim); "padded" (rows longer than the
-    shape: a row stride larger than the row)."""
+    shape: a row stride larger than the row); "heads" (a (Z, H, T, D) tensor stored as
+    (Z, T, H, D), as heads split from a (batch, time, features) projection are)."""
 
     def __init__(self, name: str, values: np.ndarray, layout: str = "contiguous",
                  fill_nan: bool = False) -> None:
@@ -85,6 +86,8 @@ class GuardedBuffer:
             physical = (*shape[:-1], shape[-1] * 2)
         elif layout == "padded" and shape:
             physical = (*shape[:-1], shape[-1] + 3)
+        elif layout == "heads" and len(shape) == 4:
+            physical = (shape[0], shape[2], shape[1], shape[3])
         else:
             layout, physical = "contiguous", shape
         count = int(np.prod(physical, dtype=np.int64))
@@ -112,6 +115,8 @@ class GuardedBuffer:
             return body[..., ::2]
         if layout == "padded":
             return body[..., :physical[-1] - 3]
+        if layout == "heads":
+            return body.swapaxes(1, 2)
         return body
 
     # what Triton's interpreter needs of a tensor argument (see tinytrain's HostBuffer)

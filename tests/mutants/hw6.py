@@ -95,6 +95,18 @@ MUTANTS += [
     ),
 ]
 
+MUTANTS += [
+    # ----- 6.5 attention ---------------------------------------------------------------
+    Mutant(
+        id="cuda-attention-causal-off-by-one",
+        task="6.5",
+        file="cuda/attention.py",
+        find="            valid = valid & (offs_m[:, None] >= cols[None, :])\n",
+        replace="            valid = valid & (offs_m[:, None] > cols[None, :])\n",
+        why="the causal mask hides the diagonal: a query does not see its own key",
+    ),
+]
+
 ALTERNATIVES: list[Mutant] = [
     Mutant(
         id="cuda-alt-matmul-k-reversed",
