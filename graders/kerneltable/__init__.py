@@ -9,13 +9,14 @@ Adding a kernel is adding an entry: its module and signature, a case strategy (t
 and torch's answer), hand-picked edge cases, the types it compiles with.
 """
 
-from . import attention, elementwise, layernorm, matmul, softmax
+from . import adam, attention, elementwise, layernorm, matmul, softmax
 from .spec import Case, Expect, KernelInfo, Launch, WrapperInfo
 
 KERNELS: list[KernelInfo] = [*elementwise.KERNELS, *softmax.KERNELS, *matmul.KERNELS,
-                               *layernorm.KERNELS, *attention.KERNELS]
+                               *layernorm.KERNELS, *attention.KERNELS, *adam.KERNELS]
 WRAPPERS: list[WrapperInfo] = [*elementwise.WRAPPERS, *softmax.WRAPPERS,
-                               *matmul.WRAPPERS, *layernorm.WRAPPERS, *attention.WRAPPERS]
+                               *matmul.WRAPPERS, *layernorm.WRAPPERS, *attention.WRAPPERS,
+                               *adam.WRAPPERS]
 
 _names = [k.name for k in KERNELS]
 assert len(_names) == len(set(_names)), "kernel table names must be unique"

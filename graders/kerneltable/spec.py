@@ -27,6 +27,7 @@ class Buffer:
     values: np.ndarray
     layout: str = "contiguous"
     output: bool = False
+    inout: bool = False  # an output that starts with ``values`` (updated in place)
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ class Launch:
                 args.append({"stride": [a.name, a.dim]})
             else:
                 args.append({"value": a})
-        buffers = {n: {"values": b.values, "layout": b.layout, "output": b.output}
-                   for n, b in self.buffers.items()}
+        buffers = {n: {"values": b.values, "layout": b.layout, "output": b.output or b.inout,
+                       "inout": b.inout} for n, b in self.buffers.items()}
         return {"module": module, "kernel": kernel, "buffers": buffers, "args": args,
                 "constexprs": dict(self.constexprs), "grid": list(self.grid),
                 "trace": self.trace}
@@ -117,7 +118,7 @@ def reproducer(case: Case, module: str, kernel: str) -> str:
     lines = ["import numpy as np", "from tinytrain.cuda._runtime import launch",
              f"from tinytrain.cuda.{module} import {kernel}", *case.values.lines]
     for name, buf in launch.buffers.items():
-        if buf.output:
+        if buf.output and not buf.inout:
             dtype = NP_NAMES.get(buf.values.dtype.name, f"np.{buf.values.dtype.name}")
             lines.append(f"{name} = np.full({tuple(buf.values.shape)}, np.nan, {dtype})")
         line = layout_line(name, buf.layout)

@@ -161,5 +161,22 @@ def adam_steps(param: np.ndarray, grads: list[np.ndarray], lr: float, betas: tup
     return n(p, "float32"), n(state["exp_avg"], "float32"), n(state["exp_avg_sq"], "float32")
 
 
+def adam_from_state(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray,
+                    exp_avg_sq: np.ndarray, step: int, lr: float, betas: tuple[float, float],
+                    eps: float, weight_decay: float, decoupled: bool
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Step number ``step`` of torch.optim.Adam / AdamW (for-loop implementation) from the
+    given moments (torch's state after step - 1)."""
+    p = torch.nn.Parameter(t(param))
+    cls: Any = torch.optim.AdamW if decoupled else torch.optim.Adam
+    opt = cls([p], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False)
+    opt.state[p] = {"step": torch.tensor(float(step - 1)), "exp_avg": t(exp_avg),
+                    "exp_avg_sq": t(exp_avg_sq)}
+    p.grad = t(grad)
+    opt.step()
+    state = opt.state[p]
+    return n(p, "float32"), n(state["exp_avg"], "float32"), n(state["exp_avg_sq"], "float32")
+
+
 def sm_scale(head_dim: int) -> float:
     return 1.0 / math.sqrt(head_dim)

@@ -64,7 +64,7 @@ def launch(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     buffers = {}
     for name, b in spec["buffers"].items():
         buffers[name] = rt.GuardedBuffer(name, b["values"], b.get("layout", "contiguous"),
-                                         fill_nan=bool(b.get("output")))
+                                         fill_nan=bool(b.get("output")) and not b.get("inout"))
     args = [_argument(a, buffers) for a in spec["args"]]
     runner = rt.fresh_launcher(kernel)
     grid = tuple(int(g) for g in spec["grid"])

@@ -107,6 +107,18 @@ MUTANTS += [
     ),
 ]
 
+MUTANTS += [
+    # ----- 6.6 Adam --------------------------------------------------------------------
+    Mutant(
+        id="cuda-adam-no-bias-correction",
+        task="6.6",
+        file="cuda/adam.py",
+        find="    bias_correction1 = 1.0 - beta1_pow\n    bias_correction2 = 1.0 - beta2_pow\n",
+        replace="    bias_correction1 = 1.0\n    bias_correction2 = 1.0\n",
+        why="Adam without bias correction: the first steps are far too small",
+    ),
+]
+
 ALTERNATIVES: list[Mutant] = [
     Mutant(
         id="cuda-alt-matmul-k-reversed",
