@@ -180,3 +180,36 @@ def adam_from_state(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray,
 
 def sm_scale(head_dim: int) -> float:
     return 1.0 / math.sqrt(head_dim)
+
+
+# ----- 6.7 ----------------------------------------------------------------------------
+DEVICE_OPS: dict[str, Any] = {
+    "linear": lambda t, kw: F.linear(*t),
+    "matmul": lambda t, kw: t[0] @ t[1],
+    "gelu": lambda t, kw: F.gelu(t[0], **kw),
+    "softmax": lambda t, kw: F.softmax(t[0], **kw),
+    "log_softmax": lambda t, kw: F.log_softmax(t[0], **kw),
+    "layer_norm": lambda t, kw: F.layer_norm(t[0], (t[0].shape[-1],), t[1], t[2], **kw),
+    "cross_entropy": lambda t, kw: F.cross_entropy(t[0], t[1], **kw),
+    "scaled_dot_product_attention": lambda t, kw: F.scaled_dot_product_attention(*t, **kw),
+}
+
+
+def device_output_shape(op: str, inputs: list[dict[str, Any]], kwargs: dict[str, Any]
+                        ) -> tuple[int, ...]:
+    tensors = [torch.from_numpy(np.array(i["array"], copy=True)) for i in inputs]
+    return tuple(DEVICE_OPS[op](tensors, kwargs).shape)
+
+
+def device_op(op: str, inputs: list[dict[str, Any]], kwargs: dict[str, Any],
+              grad_output: np.ndarray) -> dict[str, Any]:
+    """torch's output and input gradients (float32 on the CPU) for what the probe
+    ``cuda.device_op`` runs on the device."""
+    tensors = []
+    for i in inputs:
+        value = torch.from_numpy(np.array(i["array"], copy=True))
+        tensors.append(value.requires_grad_(bool(i.get("grad"))))
+    out = DEVICE_OPS[op](tensors, kwargs)
+    out.backward(torch.from_numpy(np.array(grad_output, copy=True)))
+    return {"output": n(out, str(out.dtype).replace("torch.", "")),
+            "grads": [n(x.grad, "float32") for x in tensors if x.requires_grad]}

@@ -71,7 +71,8 @@ def launch(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     oob = None
     with rt.checked(spec["kernel"], list(buffers.values()), spec.get("trace")) as checker:
         try:
-            runner[grid](*args, **spec.get("constexprs", {}))
+            with np.errstate(all="ignore"):  # masked-off lanes compute on fill values
+                runner[grid](*args, **spec.get("constexprs", {}))
         except Exception as exc:  # noqa: BLE001 - an out-of-bounds access, or the kernel's error
             if checker.violation is None:
                 _raise_cause(exc)
@@ -174,3 +175,109 @@ def _compile_in_child(tt: Any, kernels: list[dict[str, Any]]) -> list[Any]:
     if not isinstance(results, list) or len(results) != len(kernels):
         raise RuntimeError("the sm_90 compiler returned a malformed answer")
     return results
+
+
+# ----- task 6.7: the cuda device -----------------------------------------------------------
+def _device_ops(tt: Any) -> dict[str, Any]:
+    F = tt.nn.functional  # noqa: N806 - torch's usual name
+    return {
+        "linear": lambda t, kw: F.linear(*t),
+        "matmul": lambda t, kw: t[0] @ t[1],
+        "gelu": lambda t, kw: F.gelu(t[0], **kw),
+        "softmax": lambda t, kw: F.softmax(t[0], **kw),
+        "log_softmax": lambda t, kw: F.log_softmax(t[0], **kw),
+        "layer_norm": lambda t, kw: F.layer_norm(t[0], (t[0].shape[-1],), t[1], t[2], **kw),
+        "cross_entropy": lambda t, kw: F.cross_entropy(t[0], t[1], **kw),
+        "scaled_dot_product_attention": lambda t, kw: F.scaled_dot_product_attention(*t, **kw),
+    }
+
+
+def _kernel_names(launched: list[str]) -> list[str]:
+    return sorted({name.rsplit(".", 1)[-1] for name in launched})
+
+
+@probe
+def device_op(tt: Any, op: str, inputs: list[dict[str, Any]], kwargs: dict[str, Any],
+              grad_output: np.ndarray) -> dict[str, Any]:
+    """``op`` on tensors made on the cuda device (``device="cuda"``), then backward with
+    ``grad_output`` (on the device too): the output, every input gradient, the devices
+    they are on, and the kernels that ran."""
+    rt.triton_module()
+    call = _device_ops(tt)[op]
+    tensors = [tt.tensor(i["array"], device="cuda", requires_grad=bool(i.get("grad")))
+               for i in inputs]
+    rt.LAUNCHES.clear()
+    try:
+        out = call(tensors, kwargs)
+        out.backward(tt.tensor(grad_output, device="cuda"))
+    except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
+        _raise_cause(exc)
+    grads = [t.grad for t in tensors if t.requires_grad]
+    return {"output": _host(out), "device": str(out.device),
+            "grads": [None if g is None else _host(g) for g in grads],
+            "grad_devices": [None if g is None else str(g.device) for g in grads],
+            "launched": _kernel_names(rt.LAUNCHES)}
+
+
+def _host(tensor: Any) -> np.ndarray:
+    data = getattr(tensor, "data", None)
+    if not isinstance(data, np.ndarray):
+        raise TypeError(f"expected a tinytrain Tensor, got {type(tensor).__name__}")
+    return np.array(data, copy=True).view(np.ndarray)
+
+
+@probe
+def device_adam(tt: Any, params: list[np.ndarray], grads: list[list[np.ndarray]],
+                options: dict[str, Any]) -> dict[str, Any]:
+    """``tt.optim.AdamW(**options)`` (or Adam, with ``decoupled`` False) over parameters on
+    the cuda device, one step per list of gradients: the parameters after each step, their
+    device, and the kernels that ran."""
+    rt.triton_module()
+    options = dict(options)
+    cls = tt.optim.AdamW if options.pop("decoupled") else tt.optim.Adam
+    tensors = [tt.tensor(p, device="cuda", requires_grad=True) for p in params]
+    opt = cls(tensors, **{k: tuple(v) if isinstance(v, list) else v for k, v in options.items()})
+    rt.LAUNCHES.clear()
+    history = []
+    try:
+        for step in grads:
+            for t, g in zip(tensors, step):
+                t.grad = tt.tensor(g, device="cuda")
+            opt.step()
+            history.append([_host(t) for t in tensors])
+    except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
+        _raise_cause(exc)
+    return {"params": history, "devices": [str(t.device) for t in tensors],
+            "launched": _kernel_names(rt.LAUNCHES)}
+
+
+@probe
+def device_train(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray],
+                 batches: list[list[np.ndarray]], options: dict[str, Any]) -> dict[str, Any]:
+    """Assignment 5's GPT moved to the cuda device (``model.to("cuda")``), trained one step
+    per batch (idx and targets moved with ``.to("cuda")``) with its own
+    ``configure_optimizers``: the loss of each step, every weight at the end, the devices
+    of the weights and their gradients, and the kernels that ran."""
+    rt.triton_module()
+    from .gpt import _at, _gpt
+
+    model = _gpt(tt, cfg, weights)
+    model.to("cuda")
+    opt = model.configure_optimizers(**options)
+    rt.LAUNCHES.clear()
+    losses = []
+    try:
+        for idx, targets in batches:
+            opt.zero_grad()
+            _, loss = model(tt.tensor(idx).to("cuda"), tt.tensor(targets).to("cuda"))
+            loss.backward()
+            opt.step()
+            losses.append(float(_host(loss)))
+    except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
+        _raise_cause(exc)
+    params = {name: _at(model, name) for name in weights}
+    return {"losses": np.array(losses), "params": {n: _host(p) for n, p in params.items()},
+            "devices": sorted({str(p.device) for p in params.values()}),
+            "grad_devices": sorted({str(p.grad.device) for p in params.values()
+                                    if p.grad is not None}),
+            "launched": _kernel_names(rt.LAUNCHES)}

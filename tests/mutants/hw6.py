@@ -119,6 +119,28 @@ MUTANTS += [
     ),
 ]
 
+MUTANTS += [
+    # ----- 6.7 the device ----------------------------------------------------------------
+    Mutant(
+        id="cuda-device-softmax-numpy",
+        task="6.7",
+        file="cuda/device.py",
+        find="        result = softmax(a.data, axis[0], log=cls.log)\n",
+        replace="        x = a.data - a.data.max(axis=axis[0], keepdims=True)\n"
+                "        e = np.log(np.exp(x).sum(axis=axis[0], keepdims=True))\n"
+                "        result = x - e if cls.log else np.exp(x - e)\n",
+        why="the device's softmax computes with NumPy instead of launching the kernel",
+    ),
+    Mutant(
+        id="cuda-device-linear-no-bias-grad",
+        task="6.7",
+        file="cuda/device.py",
+        find="        grad_b = _common.sum_rows(g) if len(needs) > 2 and needs[2] else None\n",
+        replace="        grad_b = None\n",
+        why="the device's linear gives the bias no gradient",
+    ),
+]
+
 ALTERNATIVES: list[Mutant] = [
     Mutant(
         id="cuda-alt-matmul-k-reversed",

@@ -12,11 +12,13 @@ import importlib
 from typing import Any
 
 from ._runtime import TRITON_MISSING, interpreted, is_available, triton_available
+from ._state import CudaArray
 
 _SUBMODULES = ("elementwise", "softmax", "matmul", "layernorm", "cross_entropy", "attention",
                "adam", "device")
 
-__all__ = ["TRITON_MISSING", "interpreted", "is_available", "triton_available", *_SUBMODULES]
+__all__ = ["TRITON_MISSING", "CudaArray", "interpreted", "is_available", "triton_available",
+           *_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
