@@ -116,7 +116,7 @@ KERNELS = [
         edges=(("1x1", _sized(_bias_gelu, 1, 1)), ("tails in both dims",
                                                    _sized(_bias_gelu, BLOCK_M + 1, BLOCK_N + 3))),
         compile_constexprs={"TANH": True, "BLOCK_M": 16, "BLOCK_N": 64},
-        compile_dtypes=("float32", "float16"),
+        compile_dtypes=("float16",),
     ),
     KernelInfo(
         name="bias_gelu_backward_kernel", module="elementwise", task="6.1",
@@ -128,7 +128,7 @@ KERNELS = [
                ("tails in both dims", _sized(_bias_gelu_backward, 2 * BLOCK_M + 5, BLOCK_N + 1))),
         pointer_types={"db_partial_ptr": "*fp32"},
         compile_constexprs={"TANH": False, "BLOCK_M": 16, "BLOCK_N": 64},
-        compile_dtypes=("float32", "float16"),
+        compile_dtypes=("float16",),
     ),
 ]
 

@@ -153,7 +153,7 @@ KERNELS = [
         case=_layer_norm, examples=5,
         edges=(("1x1", _sized(_layer_norm, 1, 1)), ("a tail", _sized(_layer_norm, 3, 17))),
         pointer_types={"mean_ptr": "*fp32", "rstd_ptr": "*fp32"}, float_params=("eps",),
-        compile_constexprs={"BLOCK_N": 1024}, compile_dtypes=("float32", "float16"),
+        compile_constexprs={"BLOCK_N": 1024}, compile_dtypes=("float16",),
     ),
     KernelInfo(
         name="layer_norm_backward_kernel", module="layernorm", task="6.4",
@@ -187,7 +187,7 @@ KERNELS = [
         edges=(("one class", _sized(_cross_entropy, 1, 1)),
                ("logits of size 1e4", _sized(_cross_entropy, 4, 3 * CE_BLOCK_N + 1, scale=1e4))),
         pointer_types={"targets_ptr": "*i64", "loss_ptr": "*fp32"}, float_params=("grad_scale",),
-        compile_constexprs={"BLOCK_N": 1024}, compile_dtypes=("float32", "float16"),
+        compile_constexprs={"BLOCK_N": 1024}, compile_dtypes=("float16",),
     ),
 ]
 

@@ -151,7 +151,9 @@ class KernelInfo:
     drawn ones. ``pointer_types`` fixes the element type of pointers that do not follow
     the case's dtype (statistics in float32, int64 targets). ``tensor_cores``: the float16
     build must use mma/wgmma instructions, and (``ieee``) the float32 build must not use
-    TF32. ``checks`` are extra named checks (stability, program order ...)."""
+    TF32. ``checks`` are extra named checks (stability, program order ...).
+    ``compile_dtypes``: the buffer types it is compiled with (float16 for its casts and
+    tensor cores; float32 too where TF32 must be ruled out): each compile costs seconds."""
 
     name: str
     module: str
