@@ -64,8 +64,14 @@ def device_of(args: tuple[Any, ...]) -> bool:
     return cuda
 
 
-def place(outputs: tuple[Any, ...]) -> None:
-    """Mark a cuda call's outputs as device tensors."""
+SELF_PLACING: set[type] = set()  # Functions that put their outputs on a device themselves
+
+
+def place(function: type, outputs: tuple[Any, ...]) -> None:
+    """Mark a cuda call's outputs as device tensors (unless the Function places them:
+    a copy to the CPU)."""
+    if function in SELF_PLACING:
+        return
     for out in outputs:
         if not isinstance(out.data, CudaArray):
             out.data = out.data.view(CudaArray)

@@ -22,7 +22,7 @@ from ..autograd.function import BackwardNode, Function
 from ..ops import activation, arithmetic, layers, linalg, loss, shape
 from ..tensor import Tensor
 from . import _common
-from ._state import CudaArray, active, to_device_array, to_host_array
+from ._state import SELF_PLACING, CudaArray, active, to_device_array, to_host_array
 from .adam import adam_step
 from .attention import flash_attention, flash_attention_backward
 from .cross_entropy import cross_entropy
@@ -57,6 +57,9 @@ class ToDevice(Function):
     def backward(ctx: BackwardNode, grad: np.ndarray) -> tuple[np.ndarray, None]:
         copy = np.array(grad, copy=True)
         return (to_device_array(copy) if ctx.source == "cuda" else to_host_array(copy)), None
+
+
+SELF_PLACING.add(ToDevice)
 
 
 def to_device(tensor: Tensor, device: Any) -> Tensor:

@@ -189,7 +189,7 @@ class AccumulateGrad(BackwardNode):
             accumulate_into_leaf(self.variable, grad)
             leaf = self.variable
             if isinstance(leaf.data, _cuda.CudaArray) and leaf._grad is not None:
-                _cuda.place((leaf._grad,))  # a device parameter's .grad is on the device
+                _cuda.place(Function, (leaf._grad,))  # a device parameter's .grad is there too
         return ()
 
 
@@ -291,7 +291,7 @@ class Function:
         raw = (result,) if single else result
         outputs = tuple([_as_tensor(r) for r in raw])
         if cuda:
-            _cuda.place(outputs)
+            _cuda.place(cls, outputs)
         if ctx._to_save:
             _scalars_to_arrays(ctx, raw, outputs)
         if cls.is_view:
