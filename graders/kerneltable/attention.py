@@ -159,7 +159,7 @@ def _sized(fn: Any, z: int, h: int, t: int, d: int) -> Any:
 
 
 COMMON = ("n_heads", "n_ctx")
-TILES = {"BLOCK_M": 32, "BLOCK_N": 32, "HEAD_DIM": 32}
+TILES = {"BLOCK_M": 16, "BLOCK_N": 16, "HEAD_DIM": 32}  # small: quick to compile
 KERNELS = [
     KernelInfo(
         name="flash_attention_kernel", module="attention", task="6.5",
@@ -177,7 +177,7 @@ KERNELS = [
         params=("o_ptr", "do_ptr", "delta_ptr", *STRIDES, *COMMON, "BLOCK_M", "HEAD_DIM"),
         case=_preprocess, examples=3, edges=(("one position", _sized(_preprocess, 1, 1, 1, 16)),),
         pointer_types={"delta_ptr": "*fp32"},
-        compile_constexprs={"BLOCK_M": 32, "HEAD_DIM": 32},
+        compile_constexprs={"BLOCK_M": 16, "HEAD_DIM": 32}, compile_dtypes=("float16",),
     ),
     KernelInfo(
         name="flash_attention_backward_dkdv_kernel", module="attention", task="6.5",
@@ -187,8 +187,10 @@ KERNELS = [
         edges=(("one position", _sized(_dkdv, 1, 1, 1, 16)),
                ("tails", _sized(_dkdv, 1, 1, 2 * BLOCK_N + 5, 16))),
         pointer_types={"lse_ptr": "*fp32", "delta_ptr": "*fp32"}, float_params=("sm_scale",),
-        compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float32", "float16"),
-        tensor_cores=True, ieee=True,
+        # float16 only: its tensor cores (the float32 build's TF32 check is the forward's;
+        # each float32 build of these kernels costs 5 s of compiling)
+        compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float16",),
+        tensor_cores=True,
     ),
     KernelInfo(
         name="flash_attention_backward_dq_kernel", module="attention", task="6.5",
@@ -198,8 +200,8 @@ KERNELS = [
         edges=(("one position", _sized(_dq, 1, 1, 1, 16)),
                ("tails", _sized(_dq, 1, 1, 2 * BLOCK_M + 5, 16))),
         pointer_types={"lse_ptr": "*fp32", "delta_ptr": "*fp32"}, float_params=("sm_scale",),
-        compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float32", "float16"),
-        tensor_cores=True, ieee=True,
+        compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float16",),
+        tensor_cores=True,
     ),
 ]
 
