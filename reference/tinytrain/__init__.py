@@ -4,6 +4,7 @@ from . import (
     _tensor_methods,  # noqa: F401 - binds operators to Tensor
     amp,
     autograd,
+    cuda,  # the device and its Triton kernels (assignment 6); imports no triton
     data,
     distributed,
     dtypes,
@@ -138,6 +139,7 @@ __all__ = [
     "cat",
     "clamp",
     "cos",
+    "cuda",
     "data",
     "distributed",
     "div",

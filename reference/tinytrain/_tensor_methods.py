@@ -23,16 +23,34 @@ def _cast_method(dtype: dtypes.DType) -> Any:
     return method
 
 
-def _to(self: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
-    """``tensor.to(dtype)``, ``.to(device, dtype)``, ``.to(other)`` (other's dtype) or
-    ``.to(dtype=...)``: a differentiable cast; device names are accepted and ignored (the
-    only device is the CPU here)."""
+def _to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None,
+        **kwargs: Any) -> Tensor:
+    """``tensor.to(dtype)``, ``.to(device, dtype)``, ``.to(other)`` (other's dtype and
+    device) or ``.to(dtype=..., device=...)``: a differentiable cast and/or move ("cpu",
+    "cuda": assignment 6's device)."""
     for arg in args:
         if isinstance(arg, Tensor):
-            dtype = arg.dtype
-        elif not isinstance(arg, str):  # a dtype (a string is a device)
+            dtype, device = arg.dtype, arg.device
+        elif isinstance(arg, str):
+            device = arg
+        else:
             dtype = arg
-    return self if dtype is None else ops.to_dtype(self, dtype)
+    out = self if dtype is None else ops.to_dtype(self, dtype)
+    if device is not None and str(device) != out.device:
+        from .cuda.device import to_device
+
+        out = to_device(out, device)
+    return out
+
+
+def _cuda(self: Tensor, device: Any = None) -> Tensor:
+    """A copy on the cuda device (the tensor itself when it is there)."""
+    return _to(self, "cuda")
+
+
+def _cpu(self: Tensor) -> Tensor:
+    """A copy in host memory (the tensor itself when it is there)."""
+    return _to(self, "cpu")
 
 
 def _where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
@@ -113,6 +131,8 @@ _METHODS: dict[str, Any] = {
     "lt": ops.lt,
     "le": ops.le,
     "to": _to,
+    "cuda": _cuda,
+    "cpu": _cpu,
     "float": _cast_method(dtypes.float32),
     "double": _cast_method(dtypes.float64),
     "half": _cast_method(dtypes.float16),

@@ -12,6 +12,7 @@ import numpy as np
 from . import dtypes
 from .autograd import grad_mode
 from .autograd.hooks import RemovableHandle
+from .cuda._state import DEVICE_NAME, CudaArray
 
 
 class VersionCounter:
@@ -78,7 +79,12 @@ class Tensor:
 
     @property
     def device(self) -> str:
-        return "cpu"
+        """"cpu", or "cuda:0" for a tensor on the cuda device (assignment 6)."""
+        return DEVICE_NAME if isinstance(self.data, CudaArray) else "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        return isinstance(self.data, CudaArray)
 
     @property
     def ndim(self) -> int:

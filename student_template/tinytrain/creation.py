@@ -24,7 +24,22 @@ def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(size)
 
 
-def tensor(data: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
+def _placed(t: Tensor, device: Any) -> Tensor:
+    """``t`` made on ``device`` ("cpu", or "cuda": assignment 6's device; no copy)."""
+    if device is None or str(device) == "cpu":
+        return t
+    from .cuda._state import to_device_array
+    from .cuda.device import parse_device  # imports triton: where it is missing, says so
+
+    if parse_device(device) != "cuda":
+        raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
+                           f"string: {device}")
+    t.data = to_device_array(t.data)
+    return t
+
+
+def tensor(data: Any, dtype: DTypeLike = None, requires_grad: bool = False,
+           device: Any = None) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, scalars, arrays, tensors).
 
     Python floats become the default dtype (float32), ints int64, bools bool; NumPy arrays
@@ -41,7 +56,7 @@ def tensor(data: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> T
         elif dtype is None and array.dtype.kind in "iu":
             array = array.astype(np.int64)
     dtypes.from_numpy_dtype(array.dtype)  # rejects unsupported dtypes
-    return Tensor(array, requires_grad=requires_grad)
+    return _placed(Tensor(array, requires_grad=requires_grad), device)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -50,54 +65,66 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor(array)
 
 
-def zeros(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros(_shape(size), _np_dtype(dtype)), requires_grad=requires_grad)
+def zeros(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    t = Tensor(np.zeros(_shape(size), _np_dtype(dtype)), requires_grad=requires_grad)
+    return _placed(t, device)
 
 
-def ones(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones(_shape(size), _np_dtype(dtype)), requires_grad=requires_grad)
+def ones(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
+    t = Tensor(np.ones(_shape(size), _np_dtype(dtype)), requires_grad=requires_grad)
+    return _placed(t, device)
 
 
 def full(size: Any, fill_value: float, dtype: DTypeLike = None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, device: Any = None) -> Tensor:
     values = np.full(_shape((size,)), fill_value, _np_dtype(dtype))
-    return Tensor(values, requires_grad=requires_grad)
+    return _placed(Tensor(values, requires_grad=requires_grad), device)
 
 
-def empty(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
-    return zeros(*size, dtype=dtype, requires_grad=requires_grad)
+def empty(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    return zeros(*size, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
-def zeros_like(t: Tensor, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
-    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def zeros_like(t: Tensor, dtype: DTypeLike = None, requires_grad: bool = False,
+               device: Any = None) -> Tensor:
+    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                 device=device or t.device)
 
 
-def ones_like(t: Tensor, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
-    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def ones_like(t: Tensor, dtype: DTypeLike = None, requires_grad: bool = False,
+              device: Any = None) -> Tensor:
+    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                device=device or t.device)
 
 
 def arange(start: float, end: float | None = None, step: float = 1,
-           dtype: DTypeLike = None) -> Tensor:
+           dtype: DTypeLike = None, device: Any = None) -> Tensor:
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)
     if dtype is None:
         dtype = dtypes.get_default_dtype() if values.dtype.kind == "f" else dtypes.int64
-    return Tensor(values.astype(_np_dtype(dtype)))
+    return _placed(Tensor(values.astype(_np_dtype(dtype))), device)
 
 
-def rand(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
+def rand(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
     """Uniform samples in [0, 1) from the global generator."""
     values = default_generator().random(_shape(size)).astype(_np_dtype(dtype))
-    return Tensor(values, requires_grad=requires_grad)
+    return _placed(Tensor(values, requires_grad=requires_grad), device)
 
 
-def randn(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False) -> Tensor:
+def randn(*size: Any, dtype: DTypeLike = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
     """Standard normal samples from the global generator."""
     values = default_generator().standard_normal(_shape(size)).astype(_np_dtype(dtype))
-    return Tensor(values, requires_grad=requires_grad)
+    return _placed(Tensor(values, requires_grad=requires_grad), device)
 
 
-def randint(low: int, high: int, size: tuple[int, ...], dtype: DTypeLike = None) -> Tensor:
+def randint(low: int, high: int, size: tuple[int, ...], dtype: DTypeLike = None,
+            device: Any = None) -> Tensor:
     values = default_generator().integers(low, high, size)
-    return Tensor(values.astype(_np_dtype(dtype, np.dtype(np.int64))))
+    return _placed(Tensor(values.astype(_np_dtype(dtype, np.dtype(np.int64)))), device)

@@ -279,16 +279,26 @@ class Module:
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """``to(dtype)`` casts floating point parameters and buffers (integer ones are left
-        alone); ``to("cpu")`` is a no-op: the CPU is the only device here."""
+        alone); ``to("cuda")`` / ``to("cpu")`` moves them (in place: the parameters stay
+        the same objects) to assignment 6's device or back."""
         dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
         for arg in args:
             if isinstance(arg, dtypes.DType):
                 dtype = arg
-            elif not (isinstance(arg, str) and arg.startswith("cpu")):
+            elif isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda"):
+                device = arg
+            else:
                 raise TypeError(f"to() got an unexpected argument {arg!r}")
-        kwargs.pop("device", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        if device is not None:
+            from ..cuda._state import to_device_array, to_host_array
+
+            move = to_device_array if str(device).startswith("cuda") else to_host_array
+            if str(device).startswith("cuda"):
+                from ..cuda import device as _load_triton  # noqa: F401 - triton, or its message
+            self._apply(move)
         if dtype is None:
             return self
         if not dtype.is_floating_point:
@@ -296,6 +306,12 @@ class Module:
                             f"but got desired dtype={dtype}")
         target = dtype.np
         return self._apply(lambda a: a.astype(target) if a.dtype.kind == "f" else a)
+
+    def cuda(self) -> Module:
+        return self.to("cuda")
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
 
     def float(self) -> Module:
         return self.to(dtypes.float32)

@@ -1,0 +1,245 @@
+"""Task 6.5: FlashAttention-2 forward (causal, logsumexp) and backward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..oracle import cuda as oracle
+from ..strategies.cuda import Values
+from .spec import Buffer, Case, Expect, KernelInfo, Launch, Ptr, WrapperInfo, cdiv
+
+BLOCK_M, BLOCK_N = 16, 16
+STRIDES = ("stride_z", "stride_h", "stride_t", "stride_d")
+WHY = {
+    "float16": "P and dS are rounded to float16 before their tensor-core products: |error| "
+               "<= 2**-10 (P @ |V|) for O (2**-10 sm_scale (|dS|^T @ |Q|) for dK ...) plus "
+               "half a unit of the output's rounding",
+    "float32": "float32 throughout: |error| <= (n_ctx + head_dim) 2**-22 times the same "
+               "magnitudes, plus half a unit of rounding",
+}
+
+
+def _bound(magnitude: Any, exact: Any, dtype: str, n_ctx: int, head_dim: int) -> np.ndarray:
+    c_in = 2.0**-10 if dtype == "float16" else (n_ctx + head_dim) * 2.0**-22
+    c_out = 2.0**-11 if dtype == "float16" else 2.0**-24
+    return c_in * oracle.n(magnitude) + c_out * np.abs(oracle.n(exact)) + 2.0**-24
+
+
+def _shape(v: Values, z: int | None, h: int | None, t: int | None, d: int | None
+           ) -> tuple[int, int, int, int]:
+    return (v.integer(1, 2) if z is None else z, v.integer(1, 2) if h is None else h,
+            v.integer(1, 48) if t is None else t, v.pick((16, 32)) if d is None else d)
+
+
+def _qkv(v: Values, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...]:
+    return tuple(v.normal(name, shape, dtype) for name in ("q", "k", "v"))
+
+
+def _strides_of(name: str) -> list[Any]:
+    from .spec import Stride
+
+    return [Stride(name, i) for i in range(4)]
+
+
+def _forward(v: Values, dtype: str, z: int | None = None, h: int | None = None,
+             t: int | None = None, d: int | None = None) -> Case:
+    shape = _shape(v, z, h, t, d)
+    z, h, t, d = shape
+    causal, layout = v.flag(), v.pick(("contiguous", "heads"))
+    q, k, vv = _qkv(v, shape, dtype)
+    scale = oracle.sm_scale(d)
+    buffers = {"q": Buffer(q, layout), "k": Buffer(k, layout), "v": Buffer(vv, layout),
+               "o": Buffer(np.empty(shape, dtype), layout, output=True),
+               "lse": Buffer(np.empty((z * h, t), np.float32), output=True)}
+    launch = Launch(
+        buffers=buffers,
+        args=[Ptr("q"), Ptr("k"), Ptr("v"), Ptr("o"), Ptr("lse"), *_strides_of("q"), h, t, scale],
+        constexprs={"CAUSAL": causal, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": d},
+        grid=(cdiv(t, BLOCK_M), z * h))
+    e = oracle.attention(q, k, vv, causal, scale)
+    magnitude = e["p"] @ oracle.t(vv, oracle.torch.float64).abs()
+    expected = {
+        "o": Expect(oracle.n(e["o"]), bound=_bound(magnitude, e["o"], dtype, t, d),
+                    why=WHY[dtype], dtype=dtype),
+        "lse": Expect(oracle.n(e["lse"].reshape(z * h, t), "float32"), 1e-5, 1e-5),
+    }
+    what = (f"q, k, v {shape} ({layout}), {dtype}, CAUSAL={causal}, sm_scale=1/sqrt({d}), "
+            f"BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}")
+    return Case(launch, expected, what, v, dtype)
+
+
+def _backward_inputs(v: Values, dtype: str, shape: tuple[int, ...], causal: bool
+                     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    q, k, vv = _qkv(v, shape, dtype)
+    do = v.normal("do", shape, dtype)
+    z, h, t, d = shape
+    scale = oracle.sm_scale(d)
+    e = oracle.attention(q, k, vv, causal, scale, do)
+    o = oracle.n(e["o"], dtype)
+    lse = oracle.n(e["lse"].reshape(z * h, t), "float32")
+    delta = (o.astype(np.float32) * do.astype(np.float32)).sum(-1).reshape(z * h, t)
+    v.note("o, lse = attention(q, k, v) (torch, float64; o rounded to the dtype); "
+           "delta = (o * do).sum(-1) (float32)")
+    return {"q": q, "k": k, "v": vv, "do": do, "o": o, "lse": lse, "delta": delta}, e
+
+
+def _preprocess(v: Values, dtype: str, z: int | None = None, h: int | None = None,
+                t: int | None = None, d: int | None = None) -> Case:
+    shape = _shape(v, z, h, t, d)
+    z, h, t, d = shape
+    layout = v.pick(("contiguous", "heads"))
+    o, do = v.normal("o", shape, dtype), v.normal("do", shape, dtype)
+    launch = Launch(
+        buffers={"o": Buffer(o, layout), "do": Buffer(do, layout),
+                 "delta": Buffer(np.empty((z * h, t), np.float32), output=True)},
+        args=[Ptr("o"), Ptr("do"), Ptr("delta"), *_strides_of("o"), h, t],
+        constexprs={"BLOCK_M": BLOCK_M, "HEAD_DIM": d}, grid=(cdiv(t, BLOCK_M), z * h))
+    delta = (oracle.t(o) * oracle.t(do)).sum(-1).reshape(z * h, t)
+    expected = {"delta": Expect(oracle.n(delta, "float32"), 1e-5, 1e-5)}
+    return Case(launch, expected, f"o, do {shape} ({layout}), {dtype}", v, dtype)
+
+
+def _dkdv(v: Values, dtype: str, z: int | None = None, h: int | None = None,
+          t: int | None = None, d: int | None = None) -> Case:
+    shape = _shape(v, z, h, t, d)
+    z, h, t, d = shape
+    causal, layout = v.flag(), v.pick(("contiguous", "heads"))
+    inputs, e = _backward_inputs(v, dtype, shape, causal)
+    scale = oracle.sm_scale(d)
+    f64 = oracle.torch.float64
+    buffers = {name: Buffer(inputs[name], layout) for name in ("q", "k", "v", "do")}
+    buffers.update(lse=Buffer(inputs["lse"]), delta=Buffer(inputs["delta"]),
+                   dk=Buffer(np.empty(shape, dtype), layout, output=True),
+                   dv=Buffer(np.empty(shape, dtype), layout, output=True))
+    launch = Launch(
+        buffers=buffers,
+        args=[Ptr("q"), Ptr("k"), Ptr("v"), Ptr("do"), Ptr("lse"), Ptr("delta"), Ptr("dk"),
+              Ptr("dv"), *_strides_of("q"), h, t, scale],
+        constexprs={"CAUSAL": causal, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": d},
+        grid=(cdiv(t, BLOCK_N), z * h))
+    dk_mag = e["ds_magnitude"].transpose(-1, -2) @ oracle.t(inputs["q"], f64).abs() * scale
+    dv_mag = e["p"].transpose(-1, -2) @ oracle.t(inputs["do"], f64).abs()
+    expected = {
+        "dk": Expect(oracle.n(e["dk"]), bound=_bound(dk_mag, e["dk"], dtype, t, d),
+                     why=WHY[dtype], dtype=dtype),
+        "dv": Expect(oracle.n(e["dv"]), bound=_bound(dv_mag, e["dv"], dtype, t, d),
+                     why=WHY[dtype], dtype=dtype),
+    }
+    what = f"q, k, v, do {shape} ({layout}), {dtype}, CAUSAL={causal}, BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}"
+    return Case(launch, expected, what, v, dtype)
+
+
+def _dq(v: Values, dtype: str, z: int | None = None, h: int | None = None,
+        t: int | None = None, d: int | None = None) -> Case:
+    shape = _shape(v, z, h, t, d)
+    z, h, t, d = shape
+    causal, layout = v.flag(), v.pick(("contiguous", "heads"))
+    inputs, e = _backward_inputs(v, dtype, shape, causal)
+    scale = oracle.sm_scale(d)
+    buffers = {name: Buffer(inputs[name], layout) for name in ("q", "k", "v", "do")}
+    buffers.update(lse=Buffer(inputs["lse"]), delta=Buffer(inputs["delta"]),
+                   dq=Buffer(np.empty(shape, dtype), layout, output=True))
+    launch = Launch(
+        buffers=buffers,
+        args=[Ptr("q"), Ptr("k"), Ptr("v"), Ptr("do"), Ptr("lse"), Ptr("delta"), Ptr("dq"),
+              *_strides_of("q"), h, t, scale],
+        constexprs={"CAUSAL": causal, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": d},
+        grid=(cdiv(t, BLOCK_M), z * h))
+    dq_mag = e["ds_magnitude"] @ oracle.t(inputs["k"], oracle.torch.float64).abs() * scale
+    expected = {"dq": Expect(oracle.n(e["dq"]), bound=_bound(dq_mag, e["dq"], dtype, t, d),
+                             why=WHY[dtype], dtype=dtype)}
+    what = f"q, k, v, do {shape} ({layout}), {dtype}, CAUSAL={causal}, BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}"
+    return Case(launch, expected, what, v, dtype)
+
+
+def _sized(fn: Any, z: int, h: int, t: int, d: int) -> Any:
+    return lambda v, dtype: fn(v, dtype, z, h, t, d)
+
+
+COMMON = ("n_heads", "n_ctx")
+TILES = {"BLOCK_M": 16, "BLOCK_N": 16, "HEAD_DIM": 32}  # small: quick to compile
+KERNELS = [
+    KernelInfo(
+        name="flash_attention_kernel", module="attention", task="6.5",
+        params=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "lse_ptr", *STRIDES, *COMMON, "sm_scale",
+                "CAUSAL", "BLOCK_M", "BLOCK_N", "HEAD_DIM"),
+        case=_forward, examples=5,
+        edges=(("one position", _sized(_forward, 1, 1, 1, 16)),
+               ("tails", _sized(_forward, 1, 2, 2 * BLOCK_M + 3, 16))),
+        pointer_types={"lse_ptr": "*fp32"}, float_params=("sm_scale",),
+        compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float32", "float16"),
+        tensor_cores=True, ieee=True,
+    ),
+    KernelInfo(
+        name="flash_attention_backward_preprocess_kernel", module="attention", task="6.5",
+        params=("o_ptr", "do_ptr", "delta_ptr", *STRIDES, *COMMON, "BLOCK_M", "HEAD_DIM"),
+        case=_preprocess, examples=3, edges=(("one position", _sized(_preprocess, 1, 1, 1, 16)),),
+        pointer_types={"delta_ptr": "*fp32"},
+        compile_constexprs={"BLOCK_M": 16, "HEAD_DIM": 32}, compile_dtypes=("float16",),
+    ),
+    KernelInfo(
+        name="flash_attention_backward_dkdv_kernel", module="attention", task="6.5",
+        params=("q_ptr", "k_ptr", "v_ptr", "do_ptr", "lse_ptr", "delta_ptr", "dk_ptr", "dv_ptr",
+                *STRIDES, *COMMON, "sm_scale", "CAUSAL", "BLOCK_M", "BLOCK_N", "HEAD_DIM"),
+        case=_dkdv, examples=4,
+        edges=(("one position", _sized(_dkdv, 1, 1, 1, 16)),
+               ("tails", _sized(_dkdv, 1, 1, 2 * BLOCK_N + 5, 16))),
+        pointer_types={"lse_ptr": "*fp32", "delta_ptr": "*fp32"}, float_params=("sm_scale",),
+        # float16 only: its tensor cores (the float32 build's TF32 check is the forward's;
+        # each float32 build of these kernels costs 5 s of compiling)
+        compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float16",),
+        tensor_cores=True,
+    ),
+    KernelInfo(
+        name="flash_attention_backward_dq_kernel", module="attention", task="6.5",
+        params=("q_ptr", "k_ptr", "v_ptr", "do_ptr", "lse_ptr", "delta_ptr", "dq_ptr",
+                *STRIDES, *COMMON, "sm_scale", "CAUSAL", "BLOCK_M", "BLOCK_N", "HEAD_DIM"),
+        case=_dq, examples=4,
+        edges=(("one position", _sized(_dq, 1, 1, 1, 16)),
+               ("tails", _sized(_dq, 1, 1, 2 * BLOCK_M + 5, 16))),
+        pointer_types={"lse_ptr": "*fp32", "delta_ptr": "*fp32"}, float_params=("sm_scale",),
+        compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float16",),
+        tensor_cores=True,
+    ),
+]
+
+
+def _wrap_attention(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:
+    dtype = v.pick(("float32", "float16"))
+    shape = (v.integer(1, 2), v.integer(1, 2), v.integer(1, 40), 16)
+    causal = v.flag()
+    q, k, vv = _qkv(v, shape, dtype)
+    e = oracle.attention(q, k, vv, causal, 0.25)
+    magnitude = e["p"] @ oracle.t(vv, oracle.torch.float64).abs()
+    return [q, k, vv], {"causal": causal}, [
+        Expect(oracle.n(e["o"]), bound=_bound(magnitude, e["o"], dtype, shape[2], 16),
+               why=WHY[dtype], dtype=dtype),
+        Expect(oracle.n(e["lse"], "float32"), 1e-5, 1e-5)], f"q, k, v {shape} {dtype}, causal={causal}"
+
+
+def _wrap_attention_backward(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:
+    dtype = v.pick(("float32", "float16"))
+    shape = (1, v.integer(1, 2), v.integer(1, 40), 16)
+    causal = v.flag()
+    inputs, e = _backward_inputs(v, dtype, shape, causal)
+    f64 = oracle.torch.float64
+    mags = {"dq": e["ds_magnitude"] @ oracle.t(inputs["k"], f64).abs() * 0.25,
+            "dk": e["ds_magnitude"].transpose(-1, -2) @ oracle.t(inputs["q"], f64).abs() * 0.25,
+            "dv": e["p"].transpose(-1, -2) @ oracle.t(inputs["do"], f64).abs()}
+    expected = [Expect(oracle.n(e[g]), bound=_bound(mags[g], e[g], dtype, shape[2], 16),
+                       why=WHY[dtype], dtype=dtype) for g in ("dq", "dk", "dv")]
+    lse = inputs["lse"].reshape(shape[:3])
+    return [inputs["q"], inputs["k"], inputs["v"], inputs["o"], lse, inputs["do"]], \
+        {"causal": causal}, expected, f"q, k, v, grad {shape} {dtype}, causal={causal}"
+
+
+WRAPPERS = [
+    WrapperInfo("flash_attention", "attention", "6.5", _wrap_attention,
+                ("attention.flash_attention_kernel",)),
+    WrapperInfo("flash_attention_backward", "attention", "6.5", _wrap_attention_backward,
+                ("attention.flash_attention_backward_preprocess_kernel",
+                 "attention.flash_attention_backward_dkdv_kernel",
+                 "attention.flash_attention_backward_dq_kernel")),
+]

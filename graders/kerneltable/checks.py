@@ -1,0 +1,199 @@
+"""Turning what the probes observed of a kernel into a verdict with feedback: structure
+first (``assert_conforms``), then out-of-bounds accesses, guard regions, inputs that were
+written, outputs never written (still NaN), and values against torch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..checks import assert_close, assert_conforms
+from ..harness.errors import NotImplementedInSubmission
+from .spec import Case, Expect, KernelInfo, WrapperInfo, reproducer
+
+COMPILE_TIMEOUT = 50.0  # seconds for one compile call (a child process compiles a batch)
+
+
+def need_triton(submission: Any) -> None:
+    """Fail with one clear message where triton is missing or is not the pinned release."""
+    env = submission.call("cuda.environment")
+    assert_conforms(env, {"ok": True, "message": "", "version": ""}, what="cuda.environment")
+    if env["ok"] is not True:
+        raise AssertionError(str(env["message"]))
+
+
+def _where(index: tuple[int, ...]) -> str:
+    return f"({', '.join(str(i) for i in index)})" if index else "()"
+
+
+def check_values(name: str, got: np.ndarray, expect: Expect, *, what: str, case: str,
+                 repro: str) -> None:
+    """One output against torch: its dtype, elements never written, then the values."""
+    expected = np.asarray(expect.value)
+    dtype = expect.dtype or expected.dtype.name
+    if got.dtype.name != dtype:
+        raise AssertionError(f"{what}: {name} holds {got.dtype}, expected {dtype}\n"
+                             f"  case: {case}")
+    untouched = np.isnan(got.astype(np.float64)) & ~np.isnan(expected.astype(np.float64)) \
+        if got.dtype.kind == "f" else np.zeros(got.shape, bool)
+    if untouched.any():
+        first = tuple(int(i) for i in np.argwhere(untouched)[0])
+        raise AssertionError(
+            f"{what}: {int(untouched.sum())} of {got.size} elements of {name} were never "
+            f"written (they still hold the NaN the grader filled {name} with), the first at "
+            f"{_where(first)}: a tile the grid or the masks skip?\n  case: {case}\n"
+            f"  reproduce:\n" + _indent(repro))
+    if expect.bound is not None:
+        _check_bound(name, got, expect, what=what, case=case, repro=repro)
+        return
+    assert_close(got, expected, what=f"{what}: {name}", rtol=expect.rtol, atol=expect.atol,
+                 case=case, reproducer=repro)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _check_bound(name: str, got: np.ndarray, expect: Expect, *, what: str, case: str,
+                 repro: str) -> None:
+    g = got.astype(np.float64)
+    e = np.asarray(expect.value, np.float64)
+    with np.errstate(invalid="ignore"):
+        excess = np.abs(g - e) - expect.bound
+    bad = ~(excess <= 0)
+    if not bad.any():
+        return
+    worst = tuple(int(i) for i in np.unravel_index(int(np.nanargmax(np.where(bad, np.nan_to_num(
+        excess, nan=np.inf), -np.inf))), bad.shape))
+    raise AssertionError(
+        f"{what}: {int(bad.sum())} of {bad.size} elements of {name} are off by more than the "
+        f"error bound ({expect.why})\n  worst at {_where(worst)}: got {g[worst]:.8g}, exact "
+        f"{e[worst]:.8g} (|diff| {abs(g[worst] - e[worst]):.3g} > bound "
+        f"{expect.bound[worst]:.3g})\n  case: {case}\n  reproduce:\n" + _indent(repro))
+
+
+def violation_message(kernel: str, oob: Any) -> str:
+    """An out-of-bounds access as the probe recorded it."""
+    assert_conforms(oob, {"access": "", "buffer": "", "offset": 0, "numel": 0, "shape": None,
+                          "program": None}, what=f"{kernel}: the out-of-bounds record")
+    offset, count = int(oob["offset"]), int(oob["numel"])
+    if offset < 0:
+        place = f"{-offset} element(s) before its first element"
+    elif offset >= count:
+        place = f"{offset - count + 1} element(s) past its last element"
+    else:
+        place = "inside its extent"
+    return (f"{kernel} {oob['access']}s out of bounds: {oob['buffer']} + {offset} "
+            f"({place}; {oob['buffer']} has shape {tuple(oob['shape'])}, {count} elements) "
+            f"in program {tuple(oob['program'])}. A load or store past a buffer must be "
+            "masked.")
+
+
+def check_launch(submission: Any, info: KernelInfo, case: Case, label: str = "") -> dict[str, Any]:
+    """Launch the kernel on the case's buffers (through the probe) and check everything."""
+    repro = reproducer(case, info.module, info.name)
+    what = f"{info.name}{label}"
+    obs = submission.call("cuda.launch", case.launch.wire(info.module, info.name))
+    outputs = {name: np.empty(np.shape(e.value)) for name, e in case.expected.items()}
+    assert_conforms(obs, {"outputs": outputs, "written_inputs": None, "oob": None,
+                          "guards": None, "stores": None, "loads": None},
+                    what=what)
+    if obs["oob"] is not None:
+        raise AssertionError(violation_message(info.name, obs["oob"]) +
+                             f"\n  case: {case.description}\n  reproduce:\n" + _indent(repro))
+    guards, written = obs["guards"], obs["written_inputs"]
+    if not isinstance(guards, list) or not isinstance(written, list):
+        raise AssertionError(f"{what}: malformed answer: guards and written inputs must be lists")
+    if guards:
+        g = guards[0]
+        assert_conforms(g, {"buffer": "", "offset": 0, "region": ""}, what=f"{what}: guard record")
+        raise AssertionError(
+            f"{what} wrote outside its buffers: the guard region {g['region']} {g['buffer']} "
+            f"changed at {g['buffer']} + {g['offset']} (a store that is not masked, or a "
+            f"wrong stride)\n  case: {case.description}\n  reproduce:\n" + _indent(repro))
+    if written:
+        raise AssertionError(f"{what} wrote into its input buffer {written[0]!r}, which it "
+                             f"must only read\n  case: {case.description}")
+    for name, expect in case.expected.items():
+        check_values(name, obs["outputs"][name], expect, what=what, case=case.description,
+                     repro=repro)
+    return obs
+
+
+def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
+                  expected: list[Expect], description: str, values_code: list[str]) -> None:
+    """Call a task's host function, check its results and that it launched its kernels."""
+    obs = submission.call("cuda.wrapper", info.module, info.name, args, kwargs)
+    results = [np.empty(np.shape(e.value)) for e in expected]
+    assert_conforms(obs, {"results": results, "launched": None}, what=info.name)
+    launched = obs["launched"]
+    if not isinstance(launched, list) or not all(isinstance(k, str) for k in launched):
+        raise AssertionError(f"{info.name}: malformed answer: launched must list kernel names")
+    missing = [k for k in info.kernels if not any(name.endswith(f".{k}") for name in launched)]
+    if missing:
+        raise AssertionError(
+            f"tinytrain.cuda.{info.module}.{info.name} never launched {missing[0].split('.')[-1]} "
+            f"(it launched {sorted(set(n.rsplit('.', 1)[-1] for n in launched)) or 'nothing'}): "
+            "the work must be done by the task's Triton kernels, not by NumPy in the wrapper"
+            f"\n  case: {description}")
+    call = f"tt.cuda.{info.module}.{info.name}(...)"
+    repro = "\n".join(["import numpy as np", "import tinytrain as tt", *values_code, call])
+    for k, (got, expect) in enumerate(zip(obs["results"], expected)):
+        check_values(f"result {k}" if len(expected) > 1 else "the result", got, expect,
+                     what=f"tt.cuda.{info.module}.{info.name}", case=description, repro=repro)
+
+
+def check_compile(info: KernelInfo, results: list[Any], index: dict[str, int]) -> None:
+    """The kernel's sm_90 builds: compiled, tensor cores for float16 where required, no
+    TF32 for float32 where the course asks for IEEE float32."""
+    for request in info.compile_requests():
+        key = _key(request)
+        result = results[index[key]]
+        dtype = next(t for p, t in request["signature"].items() if p.endswith("_ptr")
+                     and p not in info.pointer_types)
+        label = f"{info.name} ({dtype[1:]} buffers)"
+        if isinstance(result, dict) and "not_implemented" in result:
+            raise NotImplementedInSubmission(f"NotImplementedError: {result['not_implemented']}")
+        assert_conforms(result, {"error": None}, what=f"compiling {label} for sm_90")
+        if result["error"] is not None:
+            err = result["error"]
+            assert_conforms(err, {"type": "", "message": "", "where": ""},
+                            what=f"compiling {label} for sm_90")
+            where = f" ({err['where']})" if err["where"] else ""
+            raise AssertionError(f"{label} does not compile for sm_90 (H100/H200){where}: "
+                                 f"{err['type']}:\n{err['message']}")
+        assert_conforms(result, {"target": "", "wgmma": 0, "mma": 0, "tf32": 0,
+                                 "mma_kinds": None, "ld_global": 0, "st_global": 0,
+                                 "instructions": 0}, what=f"compiling {label}")
+        if not str(result["target"]).startswith("sm_90"):
+            raise AssertionError(f"{label}: compiled for {result['target']!r}, not sm_90")
+        if result["instructions"] <= 0 or result["st_global"] <= 0:
+            raise AssertionError(f"{label}: its PTX stores nothing to global memory")
+        if info.tensor_cores and dtype == "*fp16" and result["wgmma"] + result["mma"] <= 0:
+            raise AssertionError(
+                f"{label}: no tensor-core instruction (wgmma/mma) in its sm_90 PTX: a float16 "
+                "product must go through tl.dot on blocks of at least 16x16")
+        if info.ieee and dtype == "*fp32" and result["tf32"] > 0:
+            raise AssertionError(
+                f"{label}: its float32 tl.dot runs on TF32 tensor cores ({result['mma_kinds']}); "
+                "the course asks for input_precision=\"ieee\" in float32 (TF32 keeps 10 bits "
+                "of mantissa)")
+
+
+def _key(request: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(request, sort_keys=True)
+
+
+def batch(requests: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Deduplicated compile requests and the index of each."""
+    unique: dict[str, int] = {}
+    ordered = []
+    for r in requests:
+        k = _key(r)
+        if k not in unique:
+            unique[k] = len(ordered)
+            ordered.append(r)
+    return ordered, unique

@@ -1,0 +1,468 @@
+"""Worker-side support for the assignment-6 probes: Triton's interpreter, guarded buffers,
+a bounds check on every load and store, and launch counting.
+
+The interpreter must be on before triton is imported (``@triton.jit`` decides at
+decoration time, triton's own helpers included), so importing this module sets
+``TRITON_INTERPRET=1`` itself: the worker may start with a minimal environment, and
+grading runs every kernel under the interpreter, the same way on every machine.
+
+Out-of-bounds accesses never reach memory: the interpreter's loads, stores and atomics
+(``triton.runtime.interpreter._interpreter``, pinned triton 3.9.0) go through a checker
+that knows the buffers of the launch and raises before the access, naming the kernel,
+the buffer and the offset. Guard regions around (and gaps inside) every buffer catch what
+a checker cannot see: they are compared byte for byte after the launch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+TRITON_MISSING = (
+    "triton is not installed: assignment 6 needs Linux with triton 3.9.0 (pip install "
+    "triton==3.9.0) or the course container"
+)
+TRITON_VERSION = "3.9.0"
+
+if "triton" not in sys.modules:
+    os.environ["TRITON_INTERPRET"] = "1"
+
+GUARD = 64  # elements of guard region before and after every buffer
+
+
+class OutOfBounds(Exception):
+    """A kernel touched memory outside the buffers it was given."""
+
+
+def triton_module() -> Any:
+    """triton, imported with the interpreter on; RuntimeError when it is missing or was
+    imported (by the submission) before the interpreter could be switched on."""
+    try:
+        import triton
+    except ImportError:
+        raise RuntimeError(TRITON_MISSING) from None
+    if not triton.knobs.runtime.interpret:
+        raise RuntimeError(
+            "triton was imported before the grader switched on its interpreter (does "
+            "tinytrain import triton at `import tinytrain`?): kernels are graded under "
+            "TRITON_INTERPRET=1; import triton inside tinytrain.cuda only")
+    _install()
+    return triton
+
+
+# ----- buffers ------------------------------------------------------------------------
+def _sentinel(dtype: np.dtype) -> np.ndarray:
+    """One element of the guard pattern: a signalling NaN for floats (a load of it shows
+    as NaN), 0xA5 bytes otherwise."""
+    patterns = {2: 0x7DA5, 4: 0x7FA5A5A5, 8: 0x7FF4A5A5A5A5A5A5}
+    if (dtype.kind == "f" or dtype.name == "bfloat16") and dtype.itemsize in patterns:
+        value = patterns[dtype.itemsize] if dtype.name != "bfloat16" else 0x7FA5
+        raw = np.array([value], dtype=f"<u{dtype.itemsize}")
+        return raw.view(dtype)
+    return np.frombuffer(bytes([0xA5]) * dtype.itemsize, dtype)
+
+
+class GuardedBuffer:
+    """A buffer the grader owns: a view with a given layout inside one allocation, with
+    ``GUARD`` sentinel elements before and after it (and in any gap of a strided layout).
+
+    layouts: "contiguous"; "transposed" (the last two dims swapped in memory);
+    "strided" (every other element of the last dim); "padded" (rows longer than the
+    shape: a row stride larger than the row); "heads" (a (Z, H, T, D) tensor stored as
+    (Z, T, H, D), as heads split from a (batch, time, features) projection are)."""
+
+    def __init__(self, name: str, values: np.ndarray, layout: str = "contiguous",
+                 fill_nan: bool = False) -> None:
+        self.name = name
+        shape, dtype = values.shape, values.dtype
+        if layout == "transposed" and len(shape) >= 2:
+            physical = (*shape[:-2], shape[-1], shape[-2])
+        elif layout == "strided" and shape:
+            physical = (*shape[:-1], shape[-1] * 2)
+        elif layout == "padded" and shape:
+            physical = (*shape[:-1], shape[-1] + 3)
+        elif layout == "heads" and len(shape) == 4:
+            physical = (shape[0], shape[2], shape[1], shape[3])
+        else:
+            layout, physical = "contiguous", shape
+        count = int(np.prod(physical, dtype=np.int64))
+        self.raw = np.empty(GUARD * 2 + count, dtype)
+        self.raw[...] = _sentinel(dtype)[0]
+        self._pristine = self.raw.copy()
+        owned = np.zeros(self.raw.shape, bool)
+        self.view = self._layout(self.raw, physical, layout, count)
+        self._owned = self._layout(owned, physical, layout, count)
+        self._owned[...] = True
+        self.owned = owned
+        if fill_nan and (dtype.kind == "f" or dtype.name == "bfloat16"):
+            self.view[...] = np.nan
+        else:
+            self.view[...] = values
+        self.layout = layout
+        self.initial = np.array(self.view, copy=True)
+
+    @staticmethod
+    def _layout(raw: np.ndarray, physical: tuple[int, ...], layout: str, count: int) -> np.ndarray:
+        body = raw[GUARD:GUARD + count].reshape(physical)
+        if layout == "transposed":
+            return body.swapaxes(-1, -2)
+        if layout == "strided":
+            return body[..., ::2]
+        if layout == "padded":
+            return body[..., :physical[-1] - 3]
+        if layout == "heads":
+            return body.swapaxes(1, 2)
+        return body
+
+    # what Triton's interpreter needs of a tensor argument (see tinytrain's HostBuffer)
+    @property
+    def dtype(self) -> str:
+        return self.view.dtype.name
+
+    def data_ptr(self) -> int:
+        return self.view.ctypes.data
+
+    def untyped_storage(self) -> _Storage:
+        return _Storage(self.view)
+
+    def storage_offset(self) -> int:
+        return 0
+
+    def size(self) -> tuple[int, ...]:
+        return self.view.shape
+
+    def stride(self, dim: int | None = None) -> Any:
+        strides = tuple(s // self.view.itemsize for s in self.view.strides)
+        return strides if dim is None else strides[dim]
+
+    def new_empty(self, *args: Any, **kwargs: Any) -> _Launchable:
+        return _Launchable(self.view)
+
+    # grader-side bookkeeping
+    def span(self) -> tuple[int, int]:
+        """[lo, hi) addresses of the bytes holding the view's elements."""
+        lo = self.view.ctypes.data
+        hi = lo + self.view.itemsize
+        for n, s in zip(self.view.shape, self.view.strides):
+            if n > 0:
+                hi += (n - 1) * s
+        return lo, hi
+
+    def numel(self) -> int:
+        return int(self.view.size)
+
+    def corrupted(self) -> dict[str, Any] | None:
+        """The first guard element (outside the view's elements) that changed, as an
+        element offset from the view's first element, or None."""
+        changed = (self.raw.view(np.uint8).reshape(self.raw.size, -1)
+                   != self._pristine.view(np.uint8).reshape(self.raw.size, -1)).any(axis=1)
+        changed &= ~self.owned
+        if not changed.any():
+            return None
+        where = np.flatnonzero(changed)
+        first = int(where[0])
+        offset = first - GUARD
+        region = "before it" if first < GUARD else (
+            "after it" if first >= self.raw.size - GUARD else "in a gap between its elements")
+        return {"buffer": self.name, "offset": offset, "region": region,
+                "count": int(where.size)}
+
+
+class _Storage:
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def data_ptr(self) -> int:
+        return self.array.ctypes.data
+
+    def cpu(self) -> _Storage:
+        return self
+
+    def copy_(self, other: _Storage) -> _Storage:
+        return self  # the interpreter worked in this very memory
+
+
+class _Launchable:
+    """What the interpreter rebuilds from a storage (``new_empty`` then ``set_``)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    @property
+    def dtype(self) -> str:
+        return self.array.dtype.name
+
+    def data_ptr(self) -> int:
+        return self.array.ctypes.data
+
+    def untyped_storage(self) -> _Storage:
+        return _Storage(self.array)
+
+    def set_(self, storage: _Storage, offset: int, size: Any, stride: Any) -> _Launchable:
+        self.array = storage.array
+        return self
+
+
+# ----- the bounds check ------------------------------------------------------------------
+class _Checker:
+    """Checks every address the interpreter is about to touch against the launch's buffers."""
+
+    def __init__(self) -> None:
+        self.buffers: list[GuardedBuffer] = []
+        self.kernel = ""
+        self.violation: dict[str, Any] | None = None
+        self.stores: dict[str, list[int]] | None = None  # buffer -> first store per program
+        self.loads: dict[str, int] = {}  # elements loaded from each buffer (grader launches)
+        self._count = False
+        self._lo = np.zeros(0, np.uint64)
+        self._hi = np.zeros(0, np.uint64)
+
+    def arm(self, kernel: str, buffers: list[Any], trace: str | None,
+            count: bool = False) -> None:
+        self.kernel, self.buffers, self.violation = kernel, buffers, None
+        merged: list[list[int]] = []  # the union of the buffers' spans (views may overlap)
+        for lo, hi in sorted(b.span() for b in buffers):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        self._lo = np.array([m[0] for m in merged], np.uint64)
+        self._hi = np.array([m[1] for m in merged], np.uint64)
+        self._trace = trace
+        self.stores = {} if trace else None
+        self._count = count
+        self.loads = {b.name: 0 for b in buffers} if count else {}
+        self._spans = [(b.name, *b.span()) for b in buffers] if count else []
+
+    def disarm(self) -> None:
+        self.buffers, self._lo, self._hi = [], np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+
+    @property
+    def armed(self) -> bool:
+        return bool(self.buffers)
+
+    def check(self, access: str, ptrs: np.ndarray, mask: np.ndarray | None, itemsize: int) -> None:
+        addresses = np.asarray(ptrs, np.uint64).reshape(-1)
+        if mask is not None:
+            addresses = addresses[np.asarray(mask, bool).reshape(-1)]
+        if addresses.size == 0:
+            return
+        slot = np.searchsorted(self._lo, addresses, side="right").astype(np.int64) - 1
+        inside = slot >= 0
+        safe = np.where(inside, slot, 0)
+        ok = inside & (addresses + np.uint64(itemsize) <= self._hi[safe])
+        if access == "store" and self._trace is not None:
+            self._record_store(addresses, ok, safe)
+        if access == "load" and self._count:
+            for name, lo, hi in self._spans:
+                self.loads[name] += int(((addresses >= np.uint64(lo))
+                                         & (addresses < np.uint64(hi))).sum())
+        if ok.all():
+            return
+        bad = int(addresses[np.flatnonzero(~ok)[0]])
+        self.violation = self._describe(access, bad, itemsize)
+        raise OutOfBounds(self._message(self.violation))
+
+    def _record_store(self, addresses: np.ndarray, ok: np.ndarray, slot: np.ndarray) -> None:
+        buffer = next((b for b in self.buffers if b.name == self._trace), None)
+        if buffer is None:
+            return
+        lo, hi = buffer.span()
+        mine = ok & (addresses >= np.uint64(lo)) & (addresses < np.uint64(hi))
+        if mine.any():
+            first = int(addresses[mine].min() - np.uint64(buffer.data_ptr())) // buffer.view.itemsize
+            from triton.runtime.interpreter import interpreter_builder
+
+            program = tuple(int(i) for i in interpreter_builder.grid_idx)
+            self.stores.setdefault(str(program), []).append(first)
+
+    def _describe(self, access: str, address: int, itemsize: int) -> dict[str, Any]:
+        from triton.runtime.interpreter import interpreter_builder
+
+        def distance(b: GuardedBuffer) -> int:
+            lo, hi = b.span()
+            return 0 if lo <= address < hi else min(abs(address - lo), abs(address - hi))
+
+        nearest = min(self.buffers, key=distance)
+        offset = (address - nearest.data_ptr()) // nearest.view.itemsize
+        return {"kernel": self.kernel, "access": access, "buffer": nearest.name,
+                "offset": int(offset), "numel": nearest.numel(),
+                "shape": list(nearest.view.shape), "dtype": nearest.dtype,
+                "program": [int(i) for i in interpreter_builder.grid_idx]}
+
+    @staticmethod
+    def _message(v: dict[str, Any]) -> str:
+        return (f"{v['kernel']} {v['access']}s out of bounds: {v['buffer']} + {v['offset']} "
+                f"(buffer {v['buffer']} of shape {tuple(v['shape'])} holds {v['numel']} "
+                f"elements) in program {tuple(v['program'])}")
+
+
+class _ArgSpan:
+    """A tensor argument of a launch the grader did not set up (a wrapper's, the device's):
+    the bytes it spans are what the kernel may touch."""
+
+    def __init__(self, name: str, arg: Any) -> None:
+        self.name = name
+        self._ptr = int(arg.data_ptr())
+        self._shape = tuple(int(n) for n in arg.size())
+        self._strides = tuple(int(s) for s in arg.stride())
+        self.dtype = str(arg.dtype).rsplit(".", 1)[-1]
+        self._itemsize = _itemsize(self.dtype)
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    def span(self) -> tuple[int, int]:
+        lo = hi = self._ptr
+        for n, s in zip(self._shape, self._strides):
+            if n > 0:
+                step = (n - 1) * s * self._itemsize
+                lo, hi = (lo + step, hi) if step < 0 else (lo, hi + step)
+        return lo, hi + self._itemsize
+
+    def numel(self) -> int:
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def view(self) -> Any:
+        return _Shape(self._shape, self._itemsize)
+
+
+class _Shape:
+    __slots__ = ("shape", "itemsize")
+
+    def __init__(self, shape: tuple[int, ...], itemsize: int) -> None:
+        self.shape, self.itemsize = shape, itemsize
+
+
+def _itemsize(name: str) -> int:
+    if name == "bfloat16":
+        return 2
+    try:
+        return np.dtype(name).itemsize
+    except TypeError:
+        return 1
+
+
+CHECKER = _Checker()
+LAUNCHES: list[str] = []  # "module.kernel" of every interpreted launch, in order
+
+
+class _CheckedInterpreter:
+    """Stands in for the interpreter's C++ memory module: checks, then forwards."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def load(self, ptrs: np.ndarray, mask: np.ndarray, other: np.ndarray, dtype: Any) -> Any:
+        if CHECKER.armed:
+            CHECKER.check("load", ptrs, mask, np.dtype(dtype).itemsize)
+        return self._real.load(ptrs, mask, other, dtype)
+
+    def store(self, ptrs: np.ndarray, value: np.ndarray, mask: np.ndarray) -> Any:
+        if CHECKER.armed:
+            CHECKER.check("store", ptrs, mask, np.asarray(value).dtype.itemsize)
+        return self._real.store(ptrs, value, mask)
+
+    def atomic_rmw(self, op: Any, ptrs: np.ndarray, value: np.ndarray, mask: np.ndarray,
+                   sem: Any) -> Any:
+        if CHECKER.armed:
+            CHECKER.check("atomic", ptrs, mask, np.asarray(value).dtype.itemsize)
+        return self._real.atomic_rmw(op, ptrs, value, mask, sem)
+
+    def atomic_cas(self, ptrs: np.ndarray, cmp: np.ndarray, value: np.ndarray, sem: Any) -> Any:
+        if CHECKER.armed:
+            CHECKER.check("atomic", ptrs, None, np.asarray(value).dtype.itemsize)
+        return self._real.atomic_cas(ptrs, cmp, value, sem)
+
+
+_installed: list[bool] = []
+
+
+def _install() -> None:
+    """Put the checker in front of the interpreter's memory accesses and count launches."""
+    if _installed:
+        return
+    interpreter = importlib.import_module("triton.runtime.interpreter")
+    if not isinstance(interpreter._interpreter, _CheckedInterpreter):
+        interpreter._interpreter = _CheckedInterpreter(interpreter._interpreter)
+    cls = interpreter.InterpretedFunction
+    run = cls.run
+
+    def counted_run(self: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
+        if warmup:
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        fn = self.fn
+        LAUNCHES.append(f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}")
+        if CHECKER.armed:  # a grader's launch: its guarded buffers are armed already
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        # any other launch (a wrapper's, the device's) may touch the tensors it was given
+        named = [*zip(self.arg_names, args), *kwargs.items()]
+        spans = [_ArgSpan(name, a) for name, a in named if hasattr(a, "data_ptr")]
+        CHECKER.arm(getattr(fn, "__name__", "?"), spans, None)
+        try:
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            CHECKER.disarm()
+
+    cls.run = counted_run
+    _installed.append(True)
+
+
+@contextmanager
+def checked(kernel: str, buffers: list[GuardedBuffer], trace: str | None = None) -> Any:
+    """Bounds-check every access while the block runs (one launch of ``kernel``)."""
+    CHECKER.arm(kernel, buffers, trace, count=True)
+    try:
+        yield CHECKER
+    finally:
+        CHECKER.disarm()
+
+
+# ----- the student's kernels ---------------------------------------------------------
+def kernel_object(tt: Any, module: str, name: str) -> Any:
+    """The submission's ``tinytrain.cuda.<module>.<name>``, which must be a @triton.jit
+    kernel run by the interpreter."""
+    triton = triton_module()
+    from triton.runtime.interpreter import InterpretedFunction
+
+    mod = importlib.import_module(f"{tt.__name__}.cuda.{module}")
+    kernel = getattr(mod, name, None)
+    if kernel is None:
+        raise AttributeError(f"tinytrain.cuda.{module} has no kernel named {name!r}")
+    if not isinstance(kernel, InterpretedFunction) or not callable(getattr(kernel, "fn", None)):
+        what = type(kernel).__name__
+        raise TypeError(f"tinytrain.cuda.{module}.{name} must be a @triton.jit kernel "
+                        f"(got a {what})")
+    del triton
+    return kernel
+
+
+def fresh_launcher(kernel: Any) -> Any:
+    """A new interpreted kernel around the student's function, so that what runs is the
+    function's code under the interpreter, not whatever the kernel object was given."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return InterpretedFunction(kernel.fn, **getattr(kernel, "kwargs", {}))
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The exception a kernel raised, through the interpreter's InterpreterError wrappers."""
+    from triton.runtime.errors import InterpreterError
+
+    seen = 0
+    while isinstance(exc, InterpreterError) and exc.__cause__ is not None and seen < 50:
+        exc, seen = exc.__cause__, seen + 1
+    return exc

@@ -1,0 +1,31 @@
+"""Assignment 6: each task's host functions (NumPy arrays in and out) against torch, and
+the kernels they launched: a wrapper that computes with NumPy instead of launching the
+task's kernels scores nothing here."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graders.kerneltable import WRAPPERS
+from graders.kerneltable.checks import check_wrapper, need_triton
+from graders.strategies.cuda import Values
+from graders.suites._support import examples, task
+
+PARAMS = [pytest.param(w, id=f"{w.module}.{w.name}", marks=task(w.task)) for w in WRAPPERS]
+
+
+@pytest.mark.parametrize("info", PARAMS)
+def test_wrapper(submission, info):
+    """The wrapper's results against torch, and the kernels it launched."""
+    need_triton(submission)
+
+    @settings(max_examples=examples(info.examples))
+    @given(st.data())
+    def drawn(data):
+        values = Values(data)
+        args, kwargs, expected, description = info.call(values)
+        check_wrapper(submission, info, args, kwargs, expected, description, values.lines)
+
+    drawn()
