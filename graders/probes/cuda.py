@@ -162,6 +162,9 @@ def _compile_in_child(tt: Any, kernels: list[dict[str, Any]]) -> list[Any]:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch,
                "TMPDIR": scratch, "TRITON_CACHE_DIR": os.path.join(scratch, "cache"),
                "TRITON_INTERPRET": "0", "PYTHONDONTWRITEBYTECODE": "1",
+               # the backends from triton's own folder: the worker's environment holds
+               # packages without their metadata, so entry points find none
+               "TRITON_BACKENDS_IN_TREE": "1",
                "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.dirname(_COMPILER)))}
         proc = subprocess.run([sys.executable, "-s", _COMPILER, request], env=env, cwd=scratch,
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
