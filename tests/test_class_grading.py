@@ -126,7 +126,7 @@ def _running_graders(marker: str) -> list[int]:
                 cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if marker in cmdline and "graders.classgrade.child" in cmdline:
+            if marker in cmdline and "graders.cli" in cmdline:
                 found.append(int(proc.name))
     return found
 
@@ -198,7 +198,7 @@ def test_secret_seed_travels_only_in_the_environment(tmp_path):
                 continue
             if secret in cmdline:
                 leaked.append(cmdline)
-            if "graders.classgrade.child" in cmdline and str(submissions) not in cmdline:
+            if "graders.cli" in cmdline and str(submissions) not in cmdline:
                 seen_graders += 1
             if "graders.harness.worker" in cmdline and secret.encode() in environ:
                 leaked.append(f"worker environment: {cmdline}")

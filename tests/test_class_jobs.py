@@ -98,7 +98,7 @@ def test_child_gets_its_own_worker_user_and_the_seed_only_by_environment(tmp_pat
     options = {"tasks": "1.1", "seed": 424242, "no_shrink": True, "profile": "default"}
     cmd = job_module.child_command(options, tmp_path / "sub", tmp_path / "out")
     assert "424242" not in " ".join(cmd) and "--seed" not in cmd
-    assert cmd[1:3] == ["-m", "graders.classgrade.child"]
+    assert cmd[1:3] == ["-m", "graders.cli"]
     env = job_module.child_env(options, 3)
     assert env["TINYTRAIN_GRADER_SEED"] == "424242"
     if os.geteuid() == 0:

@@ -23,8 +23,8 @@ from typing import Any
 
 from .. import __version__
 from .. import rubric as rubric_module
+from ..cli import SEED_VARIABLE as SEED_ENV
 from . import collect, similarity
-from .child import SEED_ENV
 from .collect import Entry, SubmissionProblem
 from .gradebook import Row, grades_csv, load_score, make_row
 from .late import LatePolicy, parse_datetime, read_times

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .child import SEED_ENV
+from ..cli import SEED_VARIABLE as SEED_ENV
 from .collect import SubmissionProblem, safe_extract
 
 GRADERS_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds graders/
@@ -61,9 +61,13 @@ def slot() -> Iterator[int]:
 
 
 def child_command(options: dict[str, Any], submission: Path, out: Path) -> list[str]:
-    """The grader's command line: never the seed (it travels in the environment)."""
-    cmd = [sys.executable, "-m", "graders.classgrade.child", str(submission), "--out", str(out),
-           "--verbose"]
+    """The grader's command line: never the seed (it travels in the environment, which
+    ``graders.cli`` reads and no other user can). Its whole-grading budget ends a minute
+    before the outer limit, so an overlong grading still writes its own score files."""
+    timeout = float(options.get("timeout", 1800))
+    budget = timeout - 60 if timeout > 240 else timeout * 0.75
+    cmd = [sys.executable, "-m", "graders.cli", str(submission), "--out", str(out),
+           "--verbose", "--budget", f"{budget:g}"]
     if options.get("tasks"):
         cmd += ["--tasks", options["tasks"]]
     if options.get("profile", "default") != "default":
