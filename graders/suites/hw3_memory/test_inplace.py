@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import inplace as oracle
 from graders.strategies.inplace import describe, fold_weights, inplace_programs
 from graders.suites._support import examples, literal, task
@@ -25,12 +26,32 @@ VERSION_HINT = "is at version"
 
 def _run(submission, program):
     weights = fold_weights(program)
-    return submission.call("inplace.run_program", program, weights), oracle.run(program, weights)
+    got, expected = submission.call("inplace.run_program", program, weights), \
+        oracle.run(program, weights)
+    conform(got, {"raised_at": Kind(None, int), "step_error": Kind(None, dict)},
+            what="inplace.run_program")
+    return got, expected
+
+
+def _conform_run(got, expected):
+    """A run without a step error: every value's flags, then backward's outcome and, when
+    it raised nothing, a gradient (or None) per leaf."""
+    template = {"versions": [Kind(int)] * len(expected["versions"]),
+                "requires_grad": [Kind(bool)] * len(expected["versions"]),
+                "is_leaf": [Kind(bool)] * len(expected["versions"]),
+                "backward_error": RAISED}
+    conform(got, template, what="inplace.run_program")
+    if got["backward_error"]["type"] is None:
+        conform(got, {"grads": [Kind(None, np.ndarray)] * len(expected["grads"] or [])
+                      if expected["grads"] is not None else None},
+                what="inplace.run_program")
 
 
 def _check_step_errors(got, expected, program):
     case = "the program below, in torch and in tinytrain"
     code = describe(program)
+    if got["raised_at"] is not None:
+        conform(got, {"step_error": RAISED}, what="inplace.run_program")
     if expected["raised_at"] is None:
         if got["raised_at"] is not None:
             step = got["raised_at"]
@@ -38,6 +59,7 @@ def _check_step_errors(got, expected, program):
                 f"step {step} raised {got['step_error']['type']}: {got['step_error']['message']}"
                 f"\n  PyTorch runs every step of this program without an error\n  case: {case}"
                 f"\n  reproduce:\n" + _indent(code))
+        _conform_run(got, expected)
         return False
     step, message = expected["raised_at"], expected["step_error"]["message"]
     assert_equal(got["raised_at"], step, what=f"the step that raises (PyTorch: step {step}, "
@@ -62,7 +84,7 @@ def test_versions_follow_torch(submission, program):
         return
     code = describe(program)
     for key in ("versions", "requires_grad", "is_leaf"):
-        for i, (g, e) in enumerate(zip(got[key], expected[key])):
+        for i, (g, e) in enumerate(zip(got[key], expected[key], strict=True)):
             name = "_version" if key == "versions" else key
             assert_equal(g, e, what=f"value {i}: {name} (values numbered leaves first)",
                          case="before backward", reproducer=code)
@@ -73,7 +95,7 @@ def _check_backward(got, expected, program):
     expected_error = expected["backward_error"]
     if expected_error["type"] is None:
         assert_raises_like(got["backward_error"], None, what="loss.backward()", reproducer=code)
-        for i, (g, e) in enumerate(zip(got["grads"], expected["grads"])):
+        for i, (g, e) in enumerate(zip(got["grads"], expected["grads"], strict=True)):
             assert_close(g, e, what=f"x{i}.grad", reproducer=code)
         return
     assert_raises_like(got["backward_error"], "RuntimeError", what="loss.backward()",
@@ -138,6 +160,7 @@ def test_version_counter_values(submission):
     reproducer = ("x = tt.arange(6.).reshape(2, 3); x.add_(1.); x.mul_(2.).zero_()\n"
                   "row = x[1]; col = x.t()[0:2]; row.fill_(3.)\nx[0, 1:] = 7.\n"
                   "d = x.detach(); d += 1.\nprint(x._version, row._version, col._version)")
+    conform(got, {**expected, "values": x.numpy()}, what="inplace.version_counters")
     for key, value in expected.items():
         assert_equal(got[key], value, what=key.replace("_", " ") + " (_version)",
                      reproducer=reproducer)
@@ -149,8 +172,12 @@ def test_inplace_ops_return_the_same_tensor(submission):
     """add_, mul_, ..., and +=, -=, *=, /= return the tensor they modified (the same
     object) and bump its version once per write."""
     got = submission.call("inplace.returns_self")
-    for name, same in got["same"].items():
-        assert_equal(same, True, what=f"{name} returns the tensor it modified")
+    names = ["add_", "sub_", "mul_", "div_", "clamp_", "relu_", "fill_", "copy_", "zero_",
+             "operators"]
+    conform(got, {"same": dict.fromkeys(names, True), "values": np.zeros(3),
+                  "version": Kind(int)}, what="inplace.returns_self")
+    for name in names:
+        assert_equal(got["same"][name], True, what=f"{name} returns the tensor it modified")
     x = torch.tensor([1.0, -2.0, 3.0])
     other = torch.tensor([2.0, 2.0, 2.0])
     x.add_(other).sub_(1.0).mul_(other).div_(2.0).clamp_(-1.0, 1.0).relu_()
@@ -173,6 +200,9 @@ def test_inplace_forward_values(submission, data):
                              elements=st.floats(0.25, 2)))
     k = data.draw(st.sampled_from([-1.5, 0.5, 2.0]))
     got = submission.call("inplace.inplace_values", x, other, k)
+    conform(got, dict.fromkeys(["add_", "sub_", "mul_", "div_", "mul_scalar", "clamp_",
+                                "clamp_min", "relu_", "fill_", "copy_", "zero_"], x),
+            what="inplace.inplace_values")
     o = torch.tensor(other)
     calls = {
         "add_": lambda t: t.add_(o, alpha=k), "sub_": lambda t: t.sub_(o),
@@ -216,6 +246,8 @@ def test_inplace_errors_match_torch(submission):
         ("broadcast_target", "doesn't match the broadcast shape",
          "tt.ones(3).add_(tt.ones(2, 3))"),
     ]
+    conform(got, {**{key: RAISED for key, _, _ in cases}, "leaf_version": Kind(int)},
+            what="inplace.inplace_errors")
     for key, message, what in cases:
         assert_raises_like(got[key], None if message is None else "RuntimeError", what=what,
                            contains=() if message is None else (message,))
@@ -264,6 +296,8 @@ def test_saved_tensor_version_check(submission):
     for case in [*SAVED_CASES, "leaf_no_grad", "retain_then_modify"]:
         got = submission.call("inplace.saved_and_modified", case)
         error, grad = _torch_saved_case(case)
+        conform(got, {"error": RAISED, "grad": Kind(None, np.ndarray)},
+                what=f"inplace.saved_and_modified({case!r})")
         code = SAVED_CASES[case][0] if case in SAVED_CASES else case.replace("_", " ")
         what = f"backward after: x = tt.tensor([.5, -1., 2.], requires_grad=True); y = x * 2.; {code}"
         if error["type"] is None:
@@ -316,6 +350,8 @@ def test_writes_reach_every_view(submission):
     for case, code in VIEW_CASES.items():
         got = submission.call("inplace.view_case", case)
         expected = _torch_view_case(case)
+        conform(got, {"flags": [Kind(bool), Kind(bool)], "grad": expected["grad"],
+                      "out": expected["out"]}, what=f"inplace.view_case({case!r})")
         what = f"x = tt.tensor([.5, -1., 2.], requires_grad=True); {code}"
         if expected["before"] is not None:
             assert_equal(got["before"], expected["before"],
@@ -341,6 +377,9 @@ def test_retain_grad_and_hooks_across_a_write(submission):
     (y * torch.tensor([1.0, 10.0, 100.0], dtype=torch.float64)).sum().backward()
     case = ("y = x * 2.; y.retain_grad(); y.register_hook(h); y.mul_(3.); "
             "(y * tt.tensor([1., 10., 100.])).sum().backward()")
+    conform(got, {"retains": Kind(bool), "grad": Kind(None, np.ndarray),
+                  "hook": ListOf(Kind(np.ndarray)), "x": x.grad.numpy()},
+            what="inplace.retain_and_hooks")
     assert_equal(got["retains"], True, what="y.retains_grad after the write", case=case)
     assert_close(got["grad"], y.grad.numpy(), what="y.grad", case=case)
     assert_equal(len(got["hook"]), 1, what="calls of the hook", case=case)
