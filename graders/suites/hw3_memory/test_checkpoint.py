@@ -69,7 +69,7 @@ SEGMENT = [st.lists(st.floats(-1, 1), min_size=3, max_size=5).map(np.array),
 
 def _check_segment(got, x, k, no_grad_backward):
     grads, outputs = _torch_segments(x, k, no_grad_backward)
-    conform(got, {"outputs": outputs, "grads": grads, "calls": Kind(int),
+    conform(got, {"outputs": outputs, "grads": [Kind(None, np.ndarray)] * 3, "calls": Kind(int),
                   "recorded_in_forward": Kind(bool), "grad_mode": [Kind(bool), Kind(bool)]},
             what="checkpoint.segment")
     case = ("def segment(a, scale, b): return (a * w).sin() * scale, (b * a).exp()\n"
@@ -116,6 +116,7 @@ def _stream(n):
     return np.random.default_rng(RANDOM_SEED).random(n)
 
 
+STREAM = "torch's rule on tinytrain's generator (NumPy's PCG64 stream)"
 RANDOM_CASES = {
     # between, preserve_rng_state: (masks drawn, by position in the stream; x.grad's
     # mask; where the next draw starts)
@@ -144,15 +145,17 @@ def test_checkpoint_replays_random_numbers(submission, between, preserve):
             f"y = checkpoint(seg, x, preserve_rng_state={preserve})"
             + (f"; tt.rand({between})" if between else "") + "; y.sum().backward(); tt.rand(3)")
     for k, (g, e) in enumerate(zip(got["masks"], masks, strict=True)):
-        assert_close(g, e, rtol=0, atol=0, case=case,
+        assert_close(g, e, rtol=0, atol=0, case=case, against=STREAM,
                      what=f"mask drawn by {'the forward' if k == 0 else 'the recomputation'}")
     assert_close(got["grad"], (stream[grad_at:grad_at + 16] > 0.5).astype(np.float64),
-                 rtol=0, atol=0, case=case,
+                 rtol=0, atol=0, case=case, against=STREAM,
                  what="x.grad (the mask " + ("of the forward" if preserve else
                                              "the recomputation drew") + ")")
     assert_close(got["between"], stream[16:16 + between], rtol=0, atol=0, case=case,
+                 against=STREAM,
                  what="the numbers drawn between forward and backward")
     assert_close(got["next_draw"], stream[next_at:next_at + 3], rtol=0, atol=0, case=case,
+                 against=STREAM,
                  what="tt.rand(3) after backward " + (
                      "(the generator continues as without checkpoint)" if preserve else
                      "(after the numbers the recomputation drew)"))
