@@ -50,6 +50,16 @@ def reproducer(run: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def steps_template(run: dict[str, Any]) -> list[list[Any]]:
+    """The structure of ``graders.probes.optim``'s record of a run (for
+    ``graders.checks.structure.conform``): per step, per parameter, its value and a
+    state dict (whose keys the comparison checks)."""
+    from .structure import Kind
+
+    n = sum(len(group["params"]) for group in run["groups"])
+    return [[{"param": Kind(np.ndarray), "state": Kind(dict)}] * n] * len(run["grads"])
+
+
 def assert_run_matches(got: list[list[Any]], expected: list[list[Any]], run: dict[str, Any],
                        ) -> None:
     """Parameters and optimizer state must match torch's after every step.

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
-from graders.checks.structure import RAISED, Kind, ListOf, Shaped, conform
+from graders.checks.structure import RAISED, Kind, ListOf, Shaped, conform, loose
 from graders.oracle import opt_levels as oracle
 from graders.strategies.opt_levels import (
     overflow_sequences,
@@ -106,7 +106,7 @@ def test_training_run_tracks_the_oracle(submission, setup, level):
     got = submission.call("opt_levels.train_run", level, setup["weights"], setup["batches"],
                           setup["lr"])
     expected = oracle.train_run(level, setup["weights"], setup["batches"], setup["lr"])
-    conform(got, expected, what="opt_levels.train_run")
+    conform(got, loose(expected), what="opt_levels.train_run")
     rtol, atol = RUN_TOLERANCE[level]
     case = _weights_case(setup) + f", opt_level={level!r}"
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
@@ -137,7 +137,7 @@ def test_loss_scaler_follows_apex(submission, config, overflows):
     """LossScaler(**config).update_scale(overflow) for a sequence of steps."""
     got = submission.call("opt_levels.loss_scaler_run", config, overflows)
     expected = oracle.loss_scaler_run(config, overflows)
-    conform(got, expected, what="opt_levels.loss_scaler_run")
+    conform(got, loose(expected), what="opt_levels.loss_scaler_run")
     args = ", ".join(f"{k}={v!r}" for k, v in config.items())
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert_equal(g, e, what=f"loss_scale() after update #{i}",

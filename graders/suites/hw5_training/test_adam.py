@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from graders.checks.optim import assert_run_matches
+from graders.checks.optim import assert_run_matches, steps_template
+from graders.checks.structure import conform
 from graders.oracle import optim as oracle
 from graders.strategies.optim import fixed_run, runs
 from graders.suites._support import examples, task
@@ -26,6 +27,7 @@ CASES = {
 def _check(submission, run):
     got = submission.call("optim.steps", run["kind"], run["options"], run["groups"], run["grads"])
     expected = oracle.steps(run["kind"], run["options"], run["groups"], run["grads"])
+    conform(got, steps_template(run), what="optim.steps")
     assert_run_matches(got, expected, run)
 
 

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close
+from graders.checks.structure import conform
 from graders.oracle import optim as oracle
 from graders.suites._support import examples, task
 
@@ -22,6 +23,7 @@ base_lrs = st.lists(st.floats(1e-4, 1.0), min_size=1, max_size=3)
 def _check(submission, kind, args, lrs, n_steps):
     got = submission.call("optim.schedule", kind, args, lrs, n_steps)
     expected = oracle.schedule(kind, args, lrs, n_steps)
+    conform(got, expected, what="optim.schedule")
     call = {"StepLR": "StepLR", "LambdaLR": "LambdaLR",
             "cosine": "get_cosine_schedule_with_warmup"}[kind]
     arguments = ", ".join(f"{k}={v!r}" for k, v in args.items())
