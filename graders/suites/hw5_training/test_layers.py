@@ -249,3 +249,61 @@ def test_loss_module(submission, kind, feature, data):
     ignore_index: ignored targets count for nothing; label_smoothing): the loss and the
     gradient of the logits (and of MSELoss' target)."""
     _check_run(submission, data.draw(loss_specs(kind, feature)))
+
+
+# options that change where the result goes: (module, torch's function of the input)
+INPLACE_OPTIONS = {"ReLU": lambda t: torch.relu(t)}
+
+
+@task("5.11")
+@pytest.mark.parametrize("kind", list(INPLACE_OPTIONS))
+def test_inplace_option(submission, kind):
+    """``inplace=True`` writes the result into the input and returns the input itself (as
+    torch.nn's); ``inplace=False`` (the default) leaves the input alone and returns a new
+    tensor. (The in-place machinery of task 3.1 is stubbed out here: only where the
+    module puts its result is graded.)"""
+    x = np.array([[-1.5, 0.0, 2.0], [3.0, -0.5, 1.0]], dtype=np.float32)
+    got = submission.call("layers.inplace_option", kind, x)
+    mode = {"returns_input": Kind(bool), "input": Shaped(x.shape), "output": Shaped(x.shape)}
+    conform(got, {"True": mode, "False": mode}, what="layers.inplace_option")
+    for inplace in (True, False):
+        t = torch.tensor(x)
+        module = getattr(torch.nn, kind)(inplace=inplace)
+        y = module(t)
+        what = f"tt.nn.{kind}(inplace={inplace})(x)"
+        assert_equal(got[str(inplace)]["returns_input"], y is t,
+                     what=f"{what} returns x itself", case=f"x = {x.tolist()}")
+        assert_close(got[str(inplace)]["output"], y.numpy(), what=f"{what}: output")
+        assert_close(got[str(inplace)]["input"], t.numpy(),
+                     what=f"{what}: x afterwards ({'overwritten' if inplace else 'unchanged'})")
+
+
+# Logits far apart: exp overflows or underflows, so a module that is not written stably
+# (log(softmax(x)), exp without subtracting the max) gives inf or NaN where torch does not.
+EXTREME = np.array([[0.0, 200.0, -3.0], [-1e4, 1e4, 0.0], [1e4, 1e4 - 1.0, -1e4],
+                    [-80.0, -85.0, -90.0]])
+EXTREME_MODULES = [("LogSoftmax", {"dim": 1}), ("LogSoftmax", {"dim": 0}), ("Softmax", {"dim": 1}),
+                   ("CrossEntropyLoss", {}), ("CrossEntropyLoss", {"reduction": "none"}),
+                   ("CrossEntropyLoss", {"label_smoothing": 0.2}), ("Sigmoid", {}), ("Tanh", {})]
+
+
+@task("5.11")
+@pytest.mark.parametrize(("kind", "options"), EXTREME_MODULES,
+                         ids=[f"{k}({', '.join(f'{n}={v!r}' for n, v in o.items())})"
+                              for k, o in EXTREME_MODULES])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_module_on_extreme_logits(submission, kind, options, dtype):
+    """The module (not only its functional op) is numerically stable: on logits 200 and
+    2e4 apart its output and input gradient are torch's (finite), as a stable
+    log-softmax gives -200 for [0, 200] where log(softmax) gives -inf."""
+    x = EXTREME.astype(dtype)
+    inputs, grads = [x], [True]
+    if kind == "CrossEntropyLoss":
+        inputs.append(np.array([0, 0, 1, 2], dtype=np.int64))
+        grads.append(False)
+    out_shape = () if kind == "CrossEntropyLoss" and options.get("reduction") != "none" \
+        else (4,) if kind == "CrossEntropyLoss" else x.shape
+    grad_output = np.linspace(-1.0, 1.0, int(np.prod(out_shape))).reshape(out_shape)
+    spec = {"kind": kind, "kwargs": options, "inputs": inputs, "grads": grads,
+            "grad_output": grad_output.astype(dtype) if out_shape else None}
+    _check_run(submission, spec)

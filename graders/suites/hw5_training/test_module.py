@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
-from graders.checks.structure import conform, loose
+from graders.checks.structure import Kind, conform, loose
 from graders.oracle import modules as oracle
 from graders.strategies.modules import describe, module_specs, revalue, walk
 from graders.suites._support import examples, task
@@ -225,6 +225,38 @@ def test_zero_grad(submission, spec):
                      case=case)
     assert_equal(got["same_grad_objects"], expected["same_grad_objects"],
                  what="zero_grad(set_to_none=False) keeps the same grad tensors", case=case)
+
+
+@task("5.1")
+@settings(max_examples=examples(15))
+@given(spec=module_specs(), seed=st.integers(0, 2**31))
+def test_framework_writes_count_as_versions(submission, spec, seed):
+    """load_state_dict copies into each parameter and buffer in place, a write PyTorch
+    counts (``_version`` + 1 per state_dict entry naming the tensor: a tied parameter is
+    copied twice; a non-persistent buffer not at all), so a state_dict taken before the
+    load sees the loaded values; zero_grad(set_to_none=False) zeroes each grad in place
+    (+ 1). A tensor saved for backward and overwritten by them is then detected."""
+    other = revalue(spec, seed)
+    got = submission.call("modules.versions", spec, other)
+    expected = oracle.run("versions", spec, other)
+    conform(got, {"load_state_dict": [Kind(int)] * len(expected["load_state_dict"]),
+                  "earlier_state_dict": Kind(dict),
+                  "zero_grad": [Kind(int)] * len(expected["zero_grad"])},
+            what="modules.versions")
+    case = _model(spec) + "\nmodel_b (same structure, other values)"
+    assert_equal(got["load_state_dict"], expected["load_state_dict"], case=case,
+                 what="change of _version of each of model_b's parameters, then buffers "
+                      "(named_parameters(), named_buffers()), over "
+                      "model_b.load_state_dict(model_a.state_dict())")
+    assert_equal(sorted(got["earlier_state_dict"]), sorted(expected["earlier_state_dict"]),
+                 what="keys of sd = model_b.state_dict()", case=case)
+    for key, value in expected["earlier_state_dict"].items():
+        assert_close(got["earlier_state_dict"][key], value, rtol=0, atol=0, case=case,
+                     what=f"sd[{key!r}] (taken before model_b.load_state_dict(...)) after the "
+                          "load: it shares the tensor's storage, which the load overwrote")
+    assert_equal(got["zero_grad"], expected["zero_grad"], case=case,
+                 what="change of _version of each parameter's grad over "
+                      "model_b.zero_grad(set_to_none=False)")
 
 
 @task("5.1")

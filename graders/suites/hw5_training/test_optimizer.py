@@ -44,10 +44,12 @@ def _toy_run(draw, max_steps=4):
 @task("5.2")
 def test_zero_grad(submission):
     """optimizer.zero_grad() sets every grad of every group to None; with
-    set_to_none=False it zeroes the same gradient tensors in place."""
+    set_to_none=False it zeroes the same gradient tensors in place, a write that bumps
+    their _version as PyTorch's zero_() does."""
     got = submission.call("optim.zero_grad", [[3], [2, 2], [1]])
     shapes = [Shaped((3,)), Shaped((2, 2)), Shaped((1,))]
     conform(got, {"set_to_none": [Kind(bool)] * 3, "zeros": [Kind(None, np.ndarray)] * 3,
+                  "grad_versions": [Kind(int)] * 3,
                   "same_objects": [Kind(bool)] * 3, "params_unchanged": shapes},
             what="optim.zero_grad")
     assert_equal(got["set_to_none"], [True, True, True],
@@ -57,6 +59,9 @@ def test_zero_grad(submission):
                      what=f"parameter #{i} grad after opt.zero_grad(set_to_none=False)")
     assert_equal(got["same_objects"], [True, True, True],
                  what="zero_grad(set_to_none=False) keeps each grad tensor (zeroes it in place)")
+    assert_equal(got["grad_versions"], [1, 1, 1],
+                 what="change of each grad's _version over zero_grad(set_to_none=False) "
+                      "(PyTorch's zero_() is a write it counts)")
     for i, (p, shape) in enumerate(zip(got["params_unchanged"], [(3,), (2, 2), (1,)],
                                        strict=True)):
         assert_close(p, np.ones(shape, np.float32), what=f"parameter #{i} value (zero_grad "
