@@ -16,7 +16,6 @@ a Python scalar (``x16 * 2.0``: the scalar path of ``apply_binary``).
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import warnings
 from collections.abc import Iterator
@@ -266,15 +265,13 @@ def cache(tt: Any, value: np.ndarray) -> dict[str, Any]:
         loud = received(lp, w2)
     out["no_grad_then_grad_hits"] = quiet is loud
     out["no_grad_cast_recorded"] = from_parameter(loud, w2)
-    # two weights of one shape in one region: each gets its own cast (the cache is keyed
-    # by the weight), also when the first is gone and the second may reuse its id()
-    wa, wb = tensor(), tt.Tensor(np.asarray(value, dtype=np.float32) * 2).requires_grad_()
+    # weights of one shape in one region: each gets its own cast (the cache is keyed by
+    # the weight)
+    wb = tt.Tensor(np.asarray(value, dtype=np.float32) * 2).requires_grad_()
+    wc = tt.Tensor(np.asarray(value, dtype=np.float32) * 3).requires_grad_()
     with _region(tt, {}):
-        ca, cb = received(lp, wa), received(lp, wb)
-        del wa, ca
-        gc.collect()
-        wc = tt.Tensor(np.asarray(value, dtype=np.float32) * 3).requires_grad_()
-        cc = received(lp, wc)
+        received(lp, tensor())
+        cb, cc = received(lp, wb), received(lp, wc)
         out["weights_keep_their_casts"] = [
             received(lp, wb) is cb, cc is not cb,
             bool(np.array_equal(cb.data, (np.asarray(value) * 2).astype(np.float16))),

@@ -228,8 +228,8 @@ CACHE_DOC = {
                               "region: the same cached cast",
     "no_grad_cast_recorded": "that cast, made under no_grad, is still recorded (torch makes "
                              "cached casts with their graph)",
-    "weights_keep_their_casts": "two weights w2, w3 of one shape in one region (a first weight "
-                                "freed before w3 is made): [w2's second cast is its first, "
+    "weights_keep_their_casts": "three weights w1, w2, w3 of one shape cast in one region: "
+                                "[w2's second cast is its first, "
                                 "w3's cast is not w2's, w2's cast holds w2's values, w3's "
                                 "holds w3's] (the cache is keyed by the weight itself)",
 }
