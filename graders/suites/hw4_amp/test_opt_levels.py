@@ -121,6 +121,10 @@ def test_training_run_tracks_the_oracle(submission, setup, level):
                                 strict=True):
             assert_close(gg, eg, rtol=rtol, atol=atol, case=case,
                          what=f"{where}: unscaled .grad of the optimizer's {name}")
+        for name, gm, em in zip(PARAMS, g["model_grads"], e["model_grads"], strict=True):
+            assert_close(gm, em, rtol=rtol, atol=atol, case=case,
+                         what=f"{where}: the model's {name}.grad after scale_loss (at O2 the "
+                              "scaled float16 gradient: unscaling fills the masters' .grad)")
         for name, gv, ev in zip(PARAMS, g["optimizer_values"], e["optimizer_values"],
                                 strict=True):
             assert_close(gv, ev, rtol=rtol, atol=atol, case=case,
