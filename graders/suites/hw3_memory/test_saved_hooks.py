@@ -41,7 +41,8 @@ def _compare_calls(got, expected, program, setting):
     torch_packs = [ev[:3] for ev in expected["events"][: expected["forward_events"]]]
     assert_equal(packs, torch_packs, what="hook calls during the forward ([pair, call, "
                  "number]; pack runs once per saved tensor, when it is saved)", case=case)
-    for g, e in zip(got["events"], expected["events"][: expected["forward_events"]]):
+    for g, e in zip(got["events"][: got["forward_events"]],
+                    expected["events"][: expected["forward_events"]], strict=True):
         assert_close(g[3], e[3], what=f"the tensor given to pack call {g[:3]}", case=case)
     unpacks = Counter(tuple(ev[:3]) for ev in got["events"][got["forward_events"]:])
     torch_unpacks = Counter(tuple(ev[:3]) for ev in expected["events"][expected["forward_events"]:])
