@@ -52,3 +52,23 @@ def test_assignment_graded_without_another(unfinished, graded, why, tmp_path):
     lost = {t: s for t, s in task_scores(score).items() if s[0] < s[1]}
     assert not lost, f"assignment {graded} lost points with assignment {unfinished} unfinished " \
                      f"({why}): {lost}"
+
+
+def test_checkpoint_graded_without_multi_output_edges(tmp_path):
+    """A task-1.1 bug in which output an edge points at (every output of a Function gets
+    output_nr 0) must not cost task 3.4: the two-output checkpoint segment's node is
+    called directly with the gradient of each output, so routing gradients to the outputs
+    of a multi-output Function stays task 1.1's business. (Before, with the segment's
+    gradients sent through the engine, this bug cost 3.4 2.5 points.)"""
+    from .mutants import Mutant
+
+    bug = Mutant(id="output-nr-always-0", task="1.1", file="autograd/function.py",
+                 find="            out._output_nr = nr\n",
+                 replace="            out._output_nr = 0\n",
+                 why="every output of a multi-output Function claims to be output 0")
+    bug.apply(tmp_path / "submission")
+    score = grade_forked(tmp_path / "submission", tmp_path / "out", "--tasks", "3.4",
+                         "--no-shrink")
+    assert score["_exit"] == 0, score["_stderr"]
+    scores = task_scores(score)
+    assert scores["3.4"][0] == scores["3.4"][1], f"3.4 lost points to a 1.1 bug: {scores}"

@@ -61,7 +61,9 @@ def assert_layer_matches(got: dict[str, Any], expected: dict[str, Any],
                       "(module._parameters)", case=case)
     close = {"rtol": rtol, "atol": atol, "case": case, "reproducer": repro}
     assert_close(got["output"], expected["output"], what="output", **close)
+    assert_equal(sorted(got["param_grads"]), sorted(expected["param_grads"]),
+                 what="parameters whose gradients were reported", case=case)
     for name, value in expected["param_grads"].items():
-        assert_close(got["param_grads"].get(name), value, what=f"gradient of {name}", **close)
+        assert_close(got["param_grads"][name], value, what=f"gradient of {name}", **close)
     for i, (g, e) in enumerate(zip(got["input_grads"], expected["input_grads"], strict=True)):
         assert_close(g, e, what=f"gradient of input x{i}", **close)

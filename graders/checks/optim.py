@@ -50,11 +50,26 @@ def reproducer(run: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def steps_template(run: dict[str, Any]) -> list[list[Any]]:
+    """The structure of ``graders.probes.optim``'s record of a run (for
+    ``graders.checks.structure.conform``): per step, per parameter, its value and a
+    state dict (whose keys the comparison checks)."""
+    from .structure import Kind
+
+    n = sum(len(group["params"]) for group in run["groups"])
+    return [[{"param": Kind(np.ndarray), "state": Kind(dict), "grad": Kind(None, np.ndarray),
+              "in_place": Kind(bool)}] * n] * len(run["grads"])
+
+
 def assert_run_matches(got: list[list[Any]], expected: list[list[Any]], run: dict[str, Any],
                        ) -> None:
     """Parameters and optimizer state must match torch's after every step.
 
-    Tolerance: torch.testing's float32 default (rtol 1.3e-6, atol 1e-5). A NumPy update
+    Also: each parameter's .grad after the step (exactly as given: the step must not
+    change it) and whether it was updated in place.
+
+    Tolerance: torch.testing's default for the dtype (float32: rtol 1.3e-6, atol 1e-5;
+    float64: 1e-7, 1e-7). A NumPy update
     following torch's formulas differs from torch's kernels only by float32 rounding (torch
     fuses some multiply-adds); with the strategies' value ranges the reference stays under
     0.2 of this tolerance over thousands of random runs. The step count must be exact.
@@ -71,6 +86,12 @@ def assert_run_matches(got: list[list[Any]], expected: list[list[Any]], run: dic
             where = f"after step {k + 1}, parameter #{i}"
             assert_close(g["param"], e["param"], what=f"{where}: its value", case=case,
                          reproducer=repro)
+            assert_close(g["grad"], e["grad"], rtol=0, atol=0, case=case, reproducer=repro,
+                         what=f"{where}: its .grad after step() (the step reads the gradient "
+                              "and must not change it: work on copies)")
+            assert_equal(g["in_place"], e["in_place"], case=case, reproducer=repro,
+                         what=f"{where}: updated in place (param.data keeps its array, so "
+                              "views and state_dict() references see the new value)")
             assert_equal(sorted(g["state"]), sorted(e["state"]),
                          what=f"{where}: the keys of optimizer.state[param]", case=case,
                          reproducer=repro)
@@ -81,3 +102,17 @@ def assert_run_matches(got: list[list[Any]], expected: list[list[Any]], run: dic
                 else:
                     assert_close(g["state"][key], value, what=f"{where}: state[{key!r}]",
                                  case=case, reproducer=repro)
+
+
+def assert_state_dtypes(got: dict[str, Any], expected: dict[str, Any], case: str) -> None:
+    """The parameter keeps its dtype and each state entry has torch's dtype."""
+    from .structure import Kind, conform
+
+    conform(got, {"param": Kind(None, str), "state": Kind(dict)}, what="optim.state_dtypes")
+    assert_equal(got["param"], expected["param"], what="the parameter's dtype after step()",
+                 case=case)
+    assert_equal(sorted(got["state"]), sorted(expected["state"]),
+                 what="the keys of optimizer.state[param]", case=case)
+    assert_equal(got["state"], expected["state"],
+                 what="dtype of each state entry (the parameter's dtype; 'step' float32)",
+                 case=case)

@@ -215,4 +215,6 @@ CACHE = {
     "recorded": [True, True],  # each cast leads back to the parameter in the graph
     "no_grad_then_grad_hits": True,
     "no_grad_cast_recorded": True,
+    # [w2's cast again is its cast, w3's cast is not w2's, w2's values, w3's values]
+    "weights_keep_their_casts": [True, True, True, True],
 }

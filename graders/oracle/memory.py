@@ -32,3 +32,17 @@ def mlp_grads(x: np.ndarray, weights: list[np.ndarray]) -> list[np.ndarray]:
         h = torch.tanh(torch.sin(h @ w1 + b1) @ w2 + b2)
     h.sum().backward()
     return [xt.grad.numpy()] + [p.grad.numpy() for p in params]
+
+
+def run_template(grads: list[Any]) -> dict[str, Any]:
+    """The structure of ``graders.probes.memory.mlp``'s answer (for
+    ``graders.checks.structure.conform``): its byte counts, file counts (numbers or None),
+    calls of the blocks, and one gradient per tensor (an array or None where ``grads``
+    has an array, compared later; anything where it has None)."""
+    from ..checks.structure import Kind
+
+    count = Kind(None, int)
+    return {"live_bytes": Kind(int), "traced_bytes": Kind(int), "files_after_forward": count,
+            "files_after_backward": count, "block_calls": [Kind(int), Kind(int)],
+            "grads": [None if g is None else Kind(None, np.ndarray) for g in grads],
+            "activation_bytes": Kind(int)}

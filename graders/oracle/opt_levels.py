@@ -104,6 +104,7 @@ def train_run(level: str, weights: dict[str, Any], batches: list[Any],
                 if g is not None:
                     p.grad = g.to(p.dtype)
         held_grads = [None if h.grad is None else h.grad.detach().numpy().copy() for h in held]
+        model_grads = [None if p.grad is None else p.grad.detach().numpy().copy() for p in params]
         if not overflow:
             with torch.no_grad():
                 for h in held:
@@ -114,7 +115,7 @@ def train_run(level: str, weights: dict[str, Any], batches: list[Any],
                         p.copy_(h.to(p.dtype))
         records.append({
             "loss": float(loss.detach()), "scale_used": scale, "stepped": not overflow,
-            "optimizer_grads": held_grads,
+            "optimizer_grads": held_grads, "model_grads": model_grads,
             "params": [p.detach().numpy().copy() for p in params],
             "optimizer_values": [h.detach().numpy().copy() for h in held],
         })

@@ -41,9 +41,12 @@ def _run(opt: torch.optim.Optimizer, params: list[torch.Tensor],
     for step in grads:
         for p, g in zip(params, step, strict=True):
             p.grad = None if g is None else torch.tensor(np.asarray(g))
+        pointers = [p.data_ptr() for p in params]
         opt.step()
-        seen.append([{"param": p.detach().numpy().copy(), "state": _state(opt, p)}
-                     for p in params])
+        seen.append([{"param": p.detach().numpy().copy(), "state": _state(opt, p),
+                      "grad": None if p.grad is None else p.grad.numpy().copy(),
+                      "in_place": p.data_ptr() == ptr}
+                     for p, ptr in zip(params, pointers, strict=True)])
     return seen
 
 
@@ -160,3 +163,15 @@ def schedule(kind: str, args: dict[str, Any], base_lrs: list[float],
             lrs.append([float(g["lr"]) for g in opt.param_groups])
             last.append([float(v) for v in sched.get_last_lr()])
     return {"lrs": lrs, "last_lr": last}
+
+
+def state_dtypes(kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """What ``optim.state_dtypes`` observes, with torch (foreach=False)."""
+    torch_dtype = getattr(torch, dtype)
+    p = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 4, dtype=torch.float64).to(torch_dtype))
+    opt = _KINDS[kind]([p], foreach=False, **options)
+    for value in (0.5, -0.25):
+        p.grad = torch.full((4,), value, dtype=torch_dtype)
+        opt.step()
+    name = lambda t: str(t.dtype).removeprefix("torch.")  # noqa: E731
+    return {"param": name(p), "state": {k: name(v) for k, v in opt.state[p].items()}}

@@ -207,6 +207,32 @@ def zero_grad(lib: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return {"set_to_none": to_none, "zeros": zeros, "same_grad_objects": same}
 
 
+def versions(lib: Any, spec_a: dict[str, Any], spec_b: dict[str, Any]) -> dict[str, Any]:
+    """The in-place framework calls PyTorch counts as writes (so that a tensor saved for
+    backward and changed since is detected): for model B's parameters and buffers, the
+    change of ``_version`` over ``B.load_state_dict(A.state_dict())`` (one copy into each
+    tensor per state_dict entry naming it) and what a state_dict of B taken before the
+    load then holds (it shares the loaded tensors' storage); for each parameter's grad,
+    the change of ``_version`` over ``B.zero_grad(set_to_none=False)``."""
+    a, b = build(lib, spec_a), build(lib, spec_b)
+    tensors = [t for _, t in b.named_parameters()] + [t for _, t in b.named_buffers()]
+    before = [int(t._version) for t in tensors]
+    earlier = b.state_dict()
+    b.load_state_dict(a.state_dict())
+    loaded = [int(t._version) - v for t, v in zip(tensors, before, strict=True)]
+    params = list(b.parameters())
+    for p in params:
+        lib.set_grad(p, np.ones(lib.shape(p), dtype=np.float32))
+    grads = [lib.grad_object(p) for p in params]
+    grads_before = [int(g._version) for g in grads]
+    b.zero_grad(set_to_none=False)
+    return {
+        "load_state_dict": loaded,
+        "earlier_state_dict": {k: lib.array(v) for k, v in earlier.items()},
+        "zero_grad": [int(g._version) - v for g, v in zip(grads, grads_before, strict=True)],
+    }
+
+
 def to_float64(lib: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """model.to(float64): dtypes, values, parameter identity and grads."""
     model = build(lib, spec)

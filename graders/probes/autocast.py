@@ -265,6 +265,17 @@ def cache(tt: Any, value: np.ndarray) -> dict[str, Any]:
         loud = received(lp, w2)
     out["no_grad_then_grad_hits"] = quiet is loud
     out["no_grad_cast_recorded"] = from_parameter(loud, w2)
+    # weights of one shape in one region: each gets its own cast (the cache is keyed by
+    # the weight)
+    wb = tt.Tensor(np.asarray(value, dtype=np.float32) * 2).requires_grad_()
+    wc = tt.Tensor(np.asarray(value, dtype=np.float32) * 3).requires_grad_()
+    with _region(tt, {}):
+        received(lp, tensor())
+        cb, cc = received(lp, wb), received(lp, wc)
+        out["weights_keep_their_casts"] = [
+            received(lp, wb) is cb, cc is not cb,
+            bool(np.array_equal(cb.data, (np.asarray(value) * 2).astype(np.float16))),
+            bool(np.array_equal(cc.data, (np.asarray(value) * 3).astype(np.float16)))]
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any
 
@@ -13,54 +14,67 @@ from ._observe import array, grad, raised
 
 
 @probe
-def segment(tt: Any, x: np.ndarray, k: float) -> dict[str, Any]:
+def segment(tt: Any, x: np.ndarray, k: float, no_grad_backward: bool = False) -> dict[str, Any]:
     """checkpoint(segment, x, k, b) with segment(a, scale, b) = ((a * w).sin() * scale,
-    (b * a).exp()), w a parameter used from outside; loss = y1.sum() + 2 * y2.sum()."""
+    (b * a).exp()), w a parameter used from outside; the gradients of loss = y1.sum() + 2
+    * y2.sum(), the checkpoint's backward called inside ``tt.no_grad()`` when
+    ``no_grad_backward``: x.grad and b.grad as it returns them, w.grad as the
+    recomputation's backward accumulated it."""
     fns = functions(tt)
     xt = tt.tensor(x, requires_grad=True)
     w = tt.tensor(np.linspace(0.5, 1.5, x.shape[-1]), requires_grad=True)
     b = tt.tensor(x[::-1].copy(), requires_grad=True)
-    seen = {"calls": 0, "recorded": []}
+    seen: dict[str, Any] = {"calls": 0, "recorded": [], "grad_mode": []}
 
     def seg(a: Any, scale: float, b: Any) -> Any:
         seen["calls"] += 1
+        seen["grad_mode"].append(bool(tt.is_grad_enabled()))
         first = apply(fns, "torch_mul", [a, w])
         seen["recorded"].append(first.grad_fn is not None)
         y1 = apply(fns, "scale", [apply(fns, "sin", [first]), scale])
         return y1, apply(fns, "exp", [apply(fns, "torch_mul", [b, a])])
 
     y1, y2 = tt.utils.checkpoint.checkpoint(seg, xt, k, b)
-    loss = apply(fns, "add", [apply(fns, "sum", [y1]),
-                              apply(fns, "scale", [apply(fns, "sum", [y2]), 2.0])])
-    loss.backward()
-    return {"outputs": [array(y1), array(y2)], "grads": [grad(xt), grad(w), grad(b)],
-            "calls": seen["calls"], "recorded_in_forward": seen["recorded"][0]}
+    # The checkpoint's node is called directly with the gradients of y1 and y2 (as the
+    # engine would for loss = y1.sum() + 2 * y2.sum()): which output an edge points at is
+    # task 1.1's business, not this one's.
+    node = y1.grad_fn
+    incoming = [np.ones(y1.data.shape), np.full(y2.data.shape, 2.0)]
+    with tt.no_grad() if no_grad_backward else contextlib.nullcontext():
+        returned = list(node._run_backward(incoming))
+    returned += [None] * (5 - len(returned))  # (function, preserve_rng_state, x, k, b)
+    as_array = [None if g is None else np.array(getattr(g, "data", g), copy=True)
+                for g in returned]
+    return {"outputs": [array(y1), array(y2)], "grads": [as_array[2], grad(w), as_array[4]],
+            "calls": seen["calls"], "recorded_in_forward": seen["recorded"][0],
+            "grad_mode": seen["grad_mode"]}
+
+
+RANDOM_SEED = 1234
 
 
 @probe
-def random_segment(tt: Any) -> dict[str, Any]:
-    """A segment that multiplies by a random mask (like dropout), with and without
-    checkpoint, from the same seed."""
+def random_segment(tt: Any, between: int = 0, preserve: bool = True) -> dict[str, Any]:
+    """A segment that multiplies by a random mask drawn with ``tt.rand`` (like dropout),
+    run under checkpoint from ``tt.manual_seed(RANDOM_SEED)``; ``between`` numbers are
+    drawn after the forward and before backward; ``preserve`` is passed as
+    ``preserve_rng_state``. Returns every mask the segment drew (in order), x.grad, what
+    was drawn in between and the next draw after backward."""
     fns = functions(tt)
-    out: dict[str, Any] = {}
-    for name in ("checkpoint", "plain"):
-        tt.manual_seed(1234)
-        x = tt.tensor(np.linspace(1.0, 2.0, 16), requires_grad=True)
-        masks: list[np.ndarray] = []
+    tt.manual_seed(RANDOM_SEED)
+    x = tt.tensor(np.linspace(1.0, 2.0, 16), requires_grad=True)
+    masks: list[np.ndarray] = []
 
-        def seg(a: Any, masks: list[np.ndarray] = masks) -> Any:
-            mask = (tt.rand(16).data > 0.5).astype(np.float64)
-            masks.append(mask)
-            return apply(fns, "torch_mul", [a, tt.tensor(mask)])
+    def seg(a: Any) -> Any:
+        mask = (tt.rand(16, dtype=tt.float64).data > 0.5).astype(np.float64)
+        masks.append(mask)
+        return apply(fns, "torch_mul", [a, tt.tensor(mask)])
 
-        y = tt.utils.checkpoint.checkpoint(seg, x) if name == "checkpoint" else seg(x)
-        apply(fns, "sum", [y]).backward()
-        if name == "checkpoint":
-            out["grad"], out["mask"] = grad(x), masks[0]
-            out["next_draw"] = array(tt.rand(3))
-        else:
-            out["next_draw_plain"] = array(tt.rand(3))
-    return out
+    y = tt.utils.checkpoint.checkpoint(seg, x, preserve_rng_state=preserve)
+    drawn = array(tt.rand(between, dtype=tt.float64)) if between else np.zeros(0)
+    apply(fns, "sum", [y]).backward()
+    return {"masks": masks, "grad": grad(x), "between": drawn,
+            "next_draw": array(tt.rand(3, dtype=tt.float64))}
 
 
 @probe

@@ -198,6 +198,17 @@ def inplace_errors(tt: Any) -> dict[str, Any]:
     out["inference_outside"] = raised(lambda: inference.add_(1.0))
     with tt.no_grad():
         out["inference_outside_no_grad"] = raised(lambda: inference.mul_(2.0))
+    # views made under no_grad of a base that requires grad (a leaf, or not)
+    nonleaf = apply(fns, "scale", [leaf, 2.0])
+    with tt.no_grad():
+        of_nonleaf = apply(fns, "narrow", [nonleaf, 0, 2])
+        of_leaf = apply(fns, "narrow", [leaf, 1, 2])
+        outer = apply(fns, "narrow", [nonleaf, 1, 2])
+    inner = apply(fns, "narrow", [outer, 0, 1])  # made in grad mode, of a no_grad view
+    out["no_grad_view_of_nonleaf"] = raised(lambda: of_nonleaf.mul_(2.0))
+    out["no_grad_view_of_leaf"] = raised(lambda: of_leaf.mul_(2.0))
+    out["view_of_no_grad_view"] = raised(lambda: inner.mul_(2.0))
+    out["no_grad_view_versions"] = [int(nonleaf._version), int(leaf._version)]
     out["int_target"] = raised(lambda: tt.tensor([1, 2, 3]).add_(0.5))
     out["broadcast_target"] = raised(lambda: tt.tensor([1.0, 2.0, 3.0]).add_(tt.ones(2, 3)))
     return out
@@ -234,6 +245,10 @@ def saved_and_modified(tt: Any, case: str) -> dict[str, Any]:
         z = apply(fns, "sin", [x])
         with tt.no_grad():
             x.add_(1.0)
+    elif case == "no_grad_view_modified":  # a write through a view made under no_grad
+        z = apply(fns, "sin", [y])
+        with tt.no_grad():
+            apply(fns, "narrow", [y, 0, 2]).mul_(2.0)
     elif case == "retain_then_modify":
         z = apply(fns, "sin", [y])
         apply(fns, "sum", [z]).backward(retain_graph=True)
@@ -253,6 +268,14 @@ VIEW_CASES = {
     "sibling_view_write": "y = x * 1.; a = y[0:2]; b = y[1:3]; b.mul_(10.); out = a",
     "view_of_view_write": "y = x * 1.; a = y[1:3]; b = a[1]; b.mul_(4.); out = y",
     "write_view_then_base": "y = x * 1.; v = y[0:2]; v.mul_(x[1:3]); y.add_(1.); out = v",
+    # writes through a view into a base that does not require grad, with a value that does
+    "copy_into_const_base": "c = zeros(3); v = c[1:3]; v.copy_(x[0:2] * 2.); out = c",
+    "mul_into_const_base": "c = ones(3); v = c[0:2]; v.mul_(x[1:3]); out = c",
+    "setitem_into_const_base": "c = zeros(3); c[1] = x[0] * 3.; out = c",
+    "const_view_sees_write": "c = zeros(3); a = c[0:2]; v = c[1:3]; v.copy_(x[0:2]); out = a",
+    # a view made under no_grad of a base that requires grad, written under no_grad
+    "no_grad_write_through_no_grad_view":
+        "y = x * 2.; with no_grad(): v = y[0:2]; v.mul_(2.)\nout = y",
 }
 
 
@@ -287,15 +310,48 @@ def view_case(tt: Any, case: str) -> dict[str, Any]:
         out = narrow(y, 0, 2)
         out.mul_(narrow(x, 1, 2))
         y.add_(1.0)
+    elif case in CONST_BASE_CASES:
+        c = tt.tensor(np.ones(3) if case == "mul_into_const_base" else np.zeros(3))
+        sibling = narrow(c, 0, 2)
+        before = [bool(c.requires_grad), bool(sibling.requires_grad)]
+        view = None
+        if case == "copy_into_const_base":
+            view = narrow(c, 1, 2)
+            view.copy_(apply(fns, "scale", [narrow(x, 0, 2), 2.0]))
+        elif case == "mul_into_const_base":
+            view = narrow(c, 0, 2)
+            view.mul_(narrow(x, 1, 2))
+        elif case == "const_view_sees_write":
+            view = narrow(c, 1, 2)
+            view.copy_(narrow(x, 0, 2))
+        else:  # setitem
+            c[1] = apply(fns, "scale", [apply(fns, "select", [x, 0]), 3.0])
+        out = sibling if case == "const_view_sees_write" else c
+        others = [[bool(t.requires_grad), bool(t.is_leaf), t.grad_fn is not None]
+                  for t in (c, sibling, c if view is None else view)]
+    elif case == "no_grad_write_through_no_grad_view":
+        y = apply(fns, "scale", [x, 2.0])
+        with tt.no_grad():
+            narrow(y, 0, 2).mul_(2.0)
+        out = y
     else:
         raise ValueError(case)
     flags = [bool(out.requires_grad), bool(out.is_leaf)]
     weights = tt.tensor(np.arange(1.0, 1.0 + out.data.size).reshape(out.shape))
-    apply(fns, "sum", [apply(fns, "torch_mul", [out, weights])]).backward()
-    result = {"flags": flags, "grad": grad(x), "out": array(out)}
-    if case == "const_base_gets_history":
+    values, version = array(out), int(out._version)
+    error = raised(lambda: apply(fns, "sum", [apply(fns, "torch_mul", [out, weights])])
+                   .backward())
+    result = {"flags": flags, "grad": grad(x), "out": values, "version": version,
+              "backward_error": error}
+    if case == "const_base_gets_history" or case in CONST_BASE_CASES:
         result["before"] = before
+    if case in CONST_BASE_CASES:
+        result["others"] = others
     return result
+
+
+CONST_BASE_CASES = ("copy_into_const_base", "mul_into_const_base", "setitem_into_const_base",
+                    "const_view_sees_write")
 
 
 @probe

@@ -7,6 +7,7 @@ draws (weights after ``tt.manual_seed``, dropout masks) for the graders to judge
 
 from __future__ import annotations
 
+import importlib
 from types import SimpleNamespace
 from typing import Any
 
@@ -104,4 +105,39 @@ def dropout_masks(tt: Any, p: float, shape: list[int], seeds: list[int],
         tt.manual_seed(seed)
         ones = tt.ones(*shape, dtype=tt.float64)
         out.append([array(tt.nn.functional.dropout(ones, p, True)) for _ in range(calls)])
+    return out
+
+
+class _PlainInplace:
+    """While active, in-place Functions run their forward and return their target, and
+    nothing else (no checks, version or history: task 3.1's part), so an in-place module
+    option is graded without assignment 3."""
+
+    def __init__(self, tt: Any) -> None:
+        self.module = importlib.import_module(f"{tt.__name__}.autograd.inplace")
+
+    def __enter__(self) -> None:
+        self.saved = self.module.apply_inplace
+
+        def apply_inplace(cls: Any, args: Any, kwargs: Any) -> Any:
+            cls.forward(cls._backward_cls(), *args, **kwargs)
+            return args[0]
+
+        self.module.apply_inplace = apply_inplace
+
+    def __exit__(self, *exc: Any) -> None:
+        self.module.apply_inplace = self.saved
+
+
+@probe
+def inplace_option(tt: Any, kind: str, x: np.ndarray) -> dict[str, Any]:
+    """``tt.nn.<kind>(inplace=...)`` on a tensor that does not require grad: whether the
+    module returns its input itself, and the input's and the output's values after the
+    call, for inplace=True and inplace=False."""
+    out: dict[str, Any] = {}
+    for inplace in (True, False):
+        t = tt.tensor(np.array(x, copy=True))
+        with _PlainInplace(tt):
+            y = getattr(tt.nn, kind)(inplace=inplace)(t)
+        out[str(inplace)] = {"returns_input": y is t, "input": array(t), "output": array(y)}
     return out

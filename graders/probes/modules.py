@@ -72,6 +72,11 @@ def zero_grad(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @probe
+def versions(tt: Any, spec_a: dict[str, Any], spec_b: dict[str, Any]) -> dict[str, Any]:
+    return _modules.versions(lib(tt), spec_a, spec_b)
+
+
+@probe
 def to_float64(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return _modules.to_float64(lib(tt), spec)
 

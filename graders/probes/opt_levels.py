@@ -145,7 +145,8 @@ def train_run(tt: Any, level: str, weights: dict[str, Any], batches: list[Any],
               lr: float) -> list[dict[str, Any]]:
     """Train a Net at ``level`` on ``batches`` ([x, y] pairs) with the APEX loop; after
     every step record the loss, the loss scale, the parameters and what the optimizer
-    holds (the masters at O2)."""
+    holds (the masters at O2), and the model's gradients after ``scale_loss`` (at O2 the
+    scaled float16 ones: unscaling writes into the masters' .grad only)."""
     Net, _, _, Mse = net_classes(tt)  # noqa: N806
     model = Net(weights)
     opt = plain_class(tt)(model.parameters(), lr=lr)
@@ -158,13 +159,14 @@ def train_run(tt: Any, level: str, weights: dict[str, Any], batches: list[Any],
             scaled.backward()
         grads = [None if p.grad is None else array(p.grad)
                  for g in opt.param_groups for p in g["params"]]
+        model_grads = [None if p.grad is None else array(p.grad) for p in model.parameters()]
         calls = opt.optimizer.calls
         opt.step()
         records.append({
             "loss": float(np.asarray(loss.data)),
             "scale_used": scale,
             "stepped": opt.optimizer.calls > calls,
-            "optimizer_grads": grads,
+            "optimizer_grads": grads, "model_grads": model_grads,
             "params": [array(p) for p in model.parameters()],
             "optimizer_values": [array(p) for g in opt.param_groups for p in g["params"]],
         })

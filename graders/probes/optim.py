@@ -52,11 +52,18 @@ def _set_grads(tt: Any, params: list[Any], grads: list[Any]) -> None:
 
 
 def _run(tt: Any, opt: Any, params: list[Any], grads: list[list[Any]]) -> list[list[Any]]:
+    """Per step: set the grads, step; then each parameter's value, its state, its .grad
+    (which step() must leave alone) and whether it was updated in place (its array is
+    the one it had before the step)."""
     seen = []
     for step in grads:
         _set_grads(tt, params, step)
+        arrays = [p.data for p in params]
         opt.step()
-        seen.append([{"param": array(p), "state": _state(opt, p)} for p in params])
+        seen.append([{"param": array(p), "state": _state(opt, p),
+                      "grad": None if p._grad is None else array(p._grad),
+                      "in_place": p.data is a or bool(np.shares_memory(p.data, a))}
+                     for p, a in zip(params, arrays, strict=True)])
     return seen
 
 
@@ -69,6 +76,22 @@ def steps(tt: Any, kind: str, options: dict[str, Any], groups: list[dict[str, An
     params, param_groups = _params(tt, groups)
     opt = getattr(tt.optim, kind)(param_groups, **options)
     return _run(tt, opt, params, grads)
+
+
+@probe
+def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """Two steps of ``tt.optim.<kind>(**options)`` on a parameter of ``dtype`` (float16,
+    bfloat16 ...) with gradients of that dtype: the dtype of the parameter and of each
+    state entry afterwards."""
+    np_dtype = getattr(tt, dtype).np
+    p = tt.nn.Parameter(tt.tensor(np.linspace(-1.0, 1.0, 4).astype(np_dtype)))
+    opt = getattr(tt.optim, kind)([p], **options)
+    for value in (0.5, -0.25):
+        p.grad = tt.tensor(np.full(4, value).astype(np_dtype))
+        opt.step()
+    state = opt.state.get(p, {}) if hasattr(opt.state, "get") else {}
+    return {"param": _dtype_name(p.data),
+            "state": {str(k): _dtype_name(getattr(v, "data", v)) for k, v in state.items()}}
 
 
 # ----- the Optimizer base class, with a small optimizer of the probe's own -------------
@@ -187,8 +210,10 @@ def zero_grad(tt: Any, shapes: list[list[int]]) -> dict[str, Any]:
     opt.zero_grad()
     to_none = [p._grad is None for p in params]
     objects = fill()
+    versions = [int(g._version) for g in objects]
     opt.zero_grad(set_to_none=False)
     return {
+        "grad_versions": [int(g._version) - v for g, v in zip(objects, versions, strict=True)],
         "set_to_none": to_none,
         "zeros": [array(p._grad) for p in params],
         "same_objects": [p._grad is g for p, g in zip(params, objects, strict=True)],

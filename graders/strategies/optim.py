@@ -1,8 +1,9 @@
 """Optimizer runs: hyperparameters, parameter groups and gradient sequences.
 
-Values are float32. Gradient entries stay within [-10, 10] and parameters within
-[-30, 30], so the float32 rounding differences between a NumPy implementation and
-torch's kernels stay far below the comparison tolerance (see the optimizer tests).
+Values are float32, or float64 in half the random runs (the optimizer state must follow
+the parameters' dtype). Gradient entries stay within [-10, 10] and parameters within
+[-30, 30], so the rounding differences between a NumPy implementation and torch's
+kernels stay far below the comparison tolerance (see the optimizer tests).
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def runs(draw: Any, kind: str, max_steps: int = 6) -> dict[str, Any]:
     grad_scale = 10 ** rng.uniform(-2, 0.5)
     grads = [[None if rng.random() < 0.15 else _array(rng, s, grad_scale) for s in shapes]
              for _ in range(draw(st.integers(1, max_steps)))]
+    if draw(st.booleans()):  # float64 parameters and gradients
+        groups = [{**g, "params": [p.astype(np.float64) for p in g["params"]]} for g in groups]
+        grads = [[None if g is None else g.astype(np.float64) for g in step] for step in grads]
     return {"kind": kind, "options": options, "groups": groups, "grads": grads}
 
 

@@ -98,6 +98,50 @@ MUTANTS = [
         refresh_views(base)""",
         why="after a write into a base, its views keep their old history",
     ),
+    Mutant(
+        id="view-write-const-base-stays-const",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="        base.grad_fn, base._output_nr, base._requires_grad = copy_slices, 0, True\n"
+             "    refresh_views(base)",
+        replace="        base.grad_fn, base._output_nr = copy_slices, 0\n    refresh_views(base)",
+        why="a write through a view gives the base a CopySlices grad_fn but a base that did "
+            "not require grad stays marked as not requiring it (torch: it now does)",
+    ),
+    Mutant(
+        id="view-write-rebases-only-grad-bases",
+        task="3.1",
+        file="autograd/inplace.py",
+        find="    base = tensor._base\n    if base is None:\n        base = tensor\n",
+        replace="    base = tensor._base\n    if base is None or not base._requires_grad:\n"
+                "        base = tensor\n",
+        why="a write through a view of a base that does not require grad rebases only the "
+            "view: the base never learns that it now depends on the written value",
+    ),
+    Mutant(
+        id="no-grad-view-only-when-recorded",
+        task="3.1",
+        file="autograd/inplace.py",
+        find='    if tensor._creation_meta == "no_grad_mode" and (records or base._requires_grad):',
+        replace='    if tensor._creation_meta == "no_grad_mode" and records:',
+        why="a view made under no_grad of a base that requires grad may be written with a "
+            "constant in grad mode (torch refuses: its base requires grad)",
+    ),
+    Mutant(
+        id="view-of-leaf-checked-before-no-grad-view",
+        task="3.1",
+        file="autograd/inplace.py",
+        find='''    if tensor._creation_meta == "no_grad_mode" and (records or base._requires_grad):
+        raise RuntimeError(NO_GRAD_VIEW_ERROR)
+    if base._requires_grad and base.grad_fn is None:
+        raise RuntimeError(VIEW_OF_LEAF_ERROR)''',
+        replace='''    if base._requires_grad and base.grad_fn is None:
+        raise RuntimeError(VIEW_OF_LEAF_ERROR)
+    if tensor._creation_meta == "no_grad_mode" and (records or base._requires_grad):
+        raise RuntimeError(NO_GRAD_VIEW_ERROR)''',
+        why="a view of a leaf made under no_grad gets the view-of-a-leaf error instead of "
+            "torch's no_grad-view error",
+    ),
     # ----- 3.2 saved-tensor hooks -----------------------------------------------------------
     Mutant(
         id="pack-per-use",
@@ -211,6 +255,35 @@ MUTANTS = [
 """,
         replace="",
         why="the recomputation draws new random numbers (dropout masks differ)",
+    ),
+    Mutant(
+        id="checkpoint-recomputes-in-callers-grad-mode",
+        task="3.4",
+        file="utils/checkpoint.py",
+        find="""            with grad_mode.enable_grad():
+                outputs = ctx.function(*args)""",
+        replace="""            outputs = ctx.function(*args)""",
+        why="the recomputation runs in whatever grad mode backward was called in: under "
+            "no_grad it records nothing and no gradient flows",
+    ),
+    Mutant(
+        id="checkpoint-generator-not-put-back",
+        task="3.4",
+        file="utils/checkpoint.py",
+        find="""            if ctx.rng_state is not None:  # without preserve_rng_state, draws move it on
+                generator.bit_generator.state = state_now""",
+        replace="""            pass""",
+        why="after the recomputation the generator is left where the replayed forward left "
+            "it: numbers drawn between forward and backward are drawn again",
+    ),
+    Mutant(
+        id="checkpoint-always-preserves-rng",
+        task="3.4",
+        file="utils/checkpoint.py",
+        find="bit_generator.state if preserve_rng_state \\\n            else None",
+        replace="bit_generator.state",
+        why="preserve_rng_state=False is ignored: the recomputation replays the forward's "
+            "numbers anyway",
     ),
 ]
 

@@ -278,6 +278,23 @@ MUTANTS = [
                 continue""",
         why='"promote" casts to the autocast dtype even when an input is float32',
     ),
+    Mutant(
+        id="autocast-cache-keyed-by-shape",
+        task="4.2",
+        file="amp/autocast_mode.py",
+        find="""    hit = state.cache.get(id(tensor))
+    if hit is not None and hit[0] is tensor:
+        return hit[1]
+    cast = recorded_cast(tensor, dtype)
+    state.cache[id(tensor)] = (tensor, cast)""",
+        replace="""    hit = state.cache.get(tensor.shape)
+    if hit is not None:
+        return hit[1]
+    cast = recorded_cast(tensor, dtype)
+    state.cache[tensor.shape] = (tensor, cast)""",
+        why="the weight-cast cache is keyed by the shape, not by the weight: a second weight "
+            "of that shape gets the first one's cast",
+    ),
 ]
 
 ALTERNATIVES = [

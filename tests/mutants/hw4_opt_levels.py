@@ -118,6 +118,18 @@ MUTANTS = [
         replace="            patch_forward(module, level)",
         why="an O0 (or O3) layer inside an autocast region still runs its ops under autocast",
     ),
+    Mutant(
+        id="o2-model-grads-unscaled-too",
+        task="4.4",
+        file="amp/opt_levels.py",
+        find="""            if self.masters is not None:
+                self.masters[i].grad = Tensor(unscaled)""",
+        replace="""            if self.masters is not None:
+                self.masters[i].grad = Tensor(unscaled)
+                param.grad.data[...] = unscaled.astype(grad.dtype)""",
+        why="at O2 the model's float16 gradients are overwritten with the unscaled ones "
+            "(APEX unscales into the masters' .grad only)",
+    ),
 ]
 
 ALTERNATIVES = [

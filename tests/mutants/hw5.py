@@ -149,8 +149,8 @@ MUTANTS = [
         id="sgd-momentum-buffer-init-dampened",
         task="5.3",
         file="optim/sgd.py",
-        find='buf = state["momentum_buffer"] = Tensor(np.array(grad, copy=True))',
-        replace='buf = state["momentum_buffer"] = Tensor((1 - dampening) * grad)',
+        find="np.array(grad, dtype=param.data.dtype, copy=True)",
+        replace="((1 - dampening) * grad).astype(param.data.dtype)",
         why="the momentum buffer starts as zeros updated once ((1 - dampening) * g), not as g",
     ),
     Mutant(
@@ -684,5 +684,113 @@ ALTERNATIVES += [
         replace="        one_hot = ctx.indices.reshape(-1, 1) == np.arange(ctx.num_embeddings)\n"
                 "        grad_weight += one_hot.T.astype(grad.dtype) @ grad.reshape(-1, dim)",
         why="the weight gradient as one_hot(indices).T @ grad",
+    ),
+]
+
+# Behaviours PyTorch has that these tasks did not grade before (issue 10): the writes
+# PyTorch counts in _version, a step that leaves .grad alone and updates in place, the
+# optimizer state's dtype, module options and module-level stability, a function per group.
+MUTANTS += [
+    Mutant(
+        id="load-state-dict-no-version-bump",
+        task="5.1",
+        file="nn/module.py",
+        find="            tensor.data[...] = value.data\n            tensor._bump_version()\n",
+        replace="            tensor.data[...] = value.data\n",
+        why="load_state_dict copies into the parameters without counting the write: a tensor "
+            "saved for backward and overwritten by the load goes undetected",
+    ),
+    Mutant(
+        id="load-state-dict-rebinds-arrays",
+        task="5.1",
+        file="nn/module.py",
+        find="            tensor.data[...] = value.data\n",
+        replace="            tensor.data = np.array(value.data, copy=True)\n",
+        why="load_state_dict gives each tensor a new array instead of copying into its "
+            "storage: a state_dict taken before the load keeps the old values",
+    ),
+    Mutant(
+        id="module-zero-grad-no-version-bump",
+        task="5.1",
+        file="nn/module.py",
+        find="                grad.data[...] = 0\n                grad._bump_version()\n",
+        replace="                grad.data[...] = 0\n",
+        why="Module.zero_grad(set_to_none=False) zeroes the grads without counting the write",
+    ),
+    Mutant(
+        id="optimizer-zero-grad-no-version-bump",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="                    grad.data[...] = 0\n                    grad._bump_version()\n",
+        replace="                    grad.data[...] = 0\n",
+        why="Optimizer.zero_grad(set_to_none=False) zeroes the grads without counting the write",
+    ),
+    Mutant(
+        id="sgd-weight-decay-into-grad-in-place",
+        task="5.3",
+        file="optim/sgd.py",
+        find="                    grad = grad + weight_decay * param.data",
+        replace="                    grad += weight_decay * param.data",
+        why="SGD adds the weight decay into the parameter's .grad itself: the step is right, "
+            "but .grad has changed",
+    ),
+    Mutant(
+        id="sgd-rebinds-param",
+        task="5.3",
+        file="optim/sgd.py",
+        find="                param.data -= lr * grad",
+        replace="                param.data = param.data - lr * grad",
+        why="SGD gives the parameter a new array instead of updating it in place",
+    ),
+    Mutant(
+        id="sgd-momentum-buffer-float32",
+        task="5.3",
+        file="optim/sgd.py",
+        find="np.array(grad, dtype=param.data.dtype, copy=True)",
+        replace="np.array(grad, dtype=np.float32, copy=True)",
+        why="the momentum buffer is float32 whatever the parameter's dtype",
+    ),
+    Mutant(
+        id="adam-weight-decay-into-grad-in-place",
+        task="5.4",
+        file="optim/adam.py",
+        find="                        grad = grad + weight_decay * param.data",
+        replace="                        grad += weight_decay * param.data",
+        why="Adam's L2 weight decay is added into the parameter's .grad itself",
+    ),
+    Mutant(
+        id="adam-state-float32",
+        task="5.4",
+        file="optim/adam.py",
+        find='                    state["exp_avg"] = Tensor(np.zeros_like(param.data))',
+        replace='                    state["exp_avg"] = Tensor(np.zeros(param.shape, np.float32))',
+        why="exp_avg is float32 whatever the parameter's dtype",
+    ),
+    Mutant(
+        id="lambda-lr-first-function-for-all-groups",
+        task="5.5",
+        file="optim/lr_scheduler.py",
+        find="""        return [base_lr * fn(self.last_epoch)
+                for fn, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]""",
+        replace="        return [base_lr * self.lr_lambdas[0](self.last_epoch)\n"
+                "                for base_lr in self.base_lrs]",
+        why="LambdaLR with one function per group applies the first group's to every group",
+    ),
+    Mutant(
+        id="relu-module-ignores-inplace",
+        task="5.11",
+        file="nn/activation.py",
+        find="        return input.relu_() if self.inplace else F.relu(input)",
+        replace="        return F.relu(input)",
+        why="ReLU(inplace=True) returns a new tensor and leaves its input alone",
+    ),
+    Mutant(
+        id="log-softmax-module-as-log-of-softmax",
+        task="5.11",
+        file="nn/activation.py",
+        find="        return F.log_softmax(input, dim)",
+        replace="        return F.softmax(input, dim).log()",
+        why="the LogSoftmax module takes the log of the softmax: [0, 200] gives [-inf, 0] "
+            "(torch: [-200, 0])",
     ),
 ]

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import inplace as oracle
+from graders.probes.inplace import CONST_BASE_CASES, VIEW_CASES
 from graders.strategies.inplace import describe, fold_weights, inplace_programs
 from graders.suites._support import examples, literal, task
 
@@ -25,12 +27,32 @@ VERSION_HINT = "is at version"
 
 def _run(submission, program):
     weights = fold_weights(program)
-    return submission.call("inplace.run_program", program, weights), oracle.run(program, weights)
+    got, expected = submission.call("inplace.run_program", program, weights), \
+        oracle.run(program, weights)
+    conform(got, {"raised_at": Kind(None, int), "step_error": Kind(None, dict)},
+            what="inplace.run_program")
+    return got, expected
+
+
+def _conform_run(got, expected):
+    """A run without a step error: every value's flags, then backward's outcome and, when
+    it raised nothing, a gradient (or None) per leaf."""
+    template = {"versions": [Kind(int)] * len(expected["versions"]),
+                "requires_grad": [Kind(bool)] * len(expected["versions"]),
+                "is_leaf": [Kind(bool)] * len(expected["versions"]),
+                "backward_error": RAISED}
+    conform(got, template, what="inplace.run_program")
+    if got["backward_error"]["type"] is None:
+        conform(got, {"grads": [Kind(None, np.ndarray)] * len(expected["grads"] or [])
+                      if expected["grads"] is not None else None},
+                what="inplace.run_program")
 
 
 def _check_step_errors(got, expected, program):
     case = "the program below, in torch and in tinytrain"
     code = describe(program)
+    if got["raised_at"] is not None:
+        conform(got, {"step_error": RAISED}, what="inplace.run_program")
     if expected["raised_at"] is None:
         if got["raised_at"] is not None:
             step = got["raised_at"]
@@ -38,6 +60,7 @@ def _check_step_errors(got, expected, program):
                 f"step {step} raised {got['step_error']['type']}: {got['step_error']['message']}"
                 f"\n  PyTorch runs every step of this program without an error\n  case: {case}"
                 f"\n  reproduce:\n" + _indent(code))
+        _conform_run(got, expected)
         return False
     step, message = expected["raised_at"], expected["step_error"]["message"]
     assert_equal(got["raised_at"], step, what=f"the step that raises (PyTorch: step {step}, "
@@ -62,7 +85,7 @@ def test_versions_follow_torch(submission, program):
         return
     code = describe(program)
     for key in ("versions", "requires_grad", "is_leaf"):
-        for i, (g, e) in enumerate(zip(got[key], expected[key])):
+        for i, (g, e) in enumerate(zip(got[key], expected[key], strict=True)):
             name = "_version" if key == "versions" else key
             assert_equal(g, e, what=f"value {i}: {name} (values numbered leaves first)",
                          case="before backward", reproducer=code)
@@ -73,7 +96,7 @@ def _check_backward(got, expected, program):
     expected_error = expected["backward_error"]
     if expected_error["type"] is None:
         assert_raises_like(got["backward_error"], None, what="loss.backward()", reproducer=code)
-        for i, (g, e) in enumerate(zip(got["grads"], expected["grads"])):
+        for i, (g, e) in enumerate(zip(got["grads"], expected["grads"], strict=True)):
             assert_close(g, e, what=f"x{i}.grad", reproducer=code)
         return
     assert_raises_like(got["backward_error"], "RuntimeError", what="loss.backward()",
@@ -138,6 +161,7 @@ def test_version_counter_values(submission):
     reproducer = ("x = tt.arange(6.).reshape(2, 3); x.add_(1.); x.mul_(2.).zero_()\n"
                   "row = x[1]; col = x.t()[0:2]; row.fill_(3.)\nx[0, 1:] = 7.\n"
                   "d = x.detach(); d += 1.\nprint(x._version, row._version, col._version)")
+    conform(got, {**expected, "values": x.numpy()}, what="inplace.version_counters")
     for key, value in expected.items():
         assert_equal(got[key], value, what=key.replace("_", " ") + " (_version)",
                      reproducer=reproducer)
@@ -149,8 +173,12 @@ def test_inplace_ops_return_the_same_tensor(submission):
     """add_, mul_, ..., and +=, -=, *=, /= return the tensor they modified (the same
     object) and bump its version once per write."""
     got = submission.call("inplace.returns_self")
-    for name, same in got["same"].items():
-        assert_equal(same, True, what=f"{name} returns the tensor it modified")
+    names = ["add_", "sub_", "mul_", "div_", "clamp_", "relu_", "fill_", "copy_", "zero_",
+             "operators"]
+    conform(got, {"same": dict.fromkeys(names, True), "values": np.zeros(3),
+                  "version": Kind(int)}, what="inplace.returns_self")
+    for name in names:
+        assert_equal(got["same"][name], True, what=f"{name} returns the tensor it modified")
     x = torch.tensor([1.0, -2.0, 3.0])
     other = torch.tensor([2.0, 2.0, 2.0])
     x.add_(other).sub_(1.0).mul_(other).div_(2.0).clamp_(-1.0, 1.0).relu_()
@@ -173,6 +201,9 @@ def test_inplace_forward_values(submission, data):
                              elements=st.floats(0.25, 2)))
     k = data.draw(st.sampled_from([-1.5, 0.5, 2.0]))
     got = submission.call("inplace.inplace_values", x, other, k)
+    conform(got, dict.fromkeys(["add_", "sub_", "mul_", "div_", "mul_scalar", "clamp_",
+                                "clamp_min", "relu_", "fill_", "copy_", "zero_"], x),
+            what="inplace.inplace_values")
     o = torch.tensor(other)
     calls = {
         "add_": lambda t: t.add_(o, alpha=k), "sub_": lambda t: t.sub_(o),
@@ -191,12 +222,14 @@ def test_inplace_forward_values(submission, data):
 @task("3.1")
 def test_inplace_errors_match_torch(submission):
     """PyTorch refuses in-place writes into a leaf that requires grad or a view of one
-    (with grad mode on), into a view made under no_grad when the write would be recorded,
-    and into an inference tensor outside inference_mode."""
+    (with grad mode on), into a view made under no_grad (or a view of one) when the write
+    would be recorded or its base requires grad, and into an inference tensor outside
+    inference_mode."""
     got = submission.call("inplace.inplace_errors")
     leaf = "a leaf Variable that requires grad is being used in an in-place operation."
     view = "a view of a leaf Variable that requires grad is being used in an in-place operation."
     no_grad_view = "A view was created in no_grad mode and is being modified inplace"
+    no_grad_view_any = "created in no_grad mode and is being modified inplace with grad mode enabled"
     inference = "Inplace update to inference tensor outside InferenceMode is not allowed"
     cases = [
         ("leaf", leaf, "x.add_(1.) for a leaf x that requires grad"),
@@ -211,16 +244,28 @@ def test_inplace_errors_match_torch(submission):
         ("inference_inside", None, "t.add_(1.) inside inference_mode"),
         ("inference_outside", inference, "t.add_(1.) for an inference tensor t"),
         ("inference_outside_no_grad", inference, "t.mul_(2.) under no_grad, t an inference tensor"),
+        ("no_grad_view_of_nonleaf", no_grad_view_any,
+         "v.mul_(2.) for v = y[0:2] made under no_grad, y = x * 2. requiring grad"),
+        ("no_grad_view_of_leaf", no_grad_view_any,
+         "v.mul_(2.) for v = x[1:3] made under no_grad, x a leaf requiring grad (the no_grad "
+         "view's error comes first)"),
+        ("view_of_no_grad_view", no_grad_view_any,
+         "v[0:1].mul_(2.) for v = y[1:3] made under no_grad (a view of it inherits the rule)"),
         ("int_target", "result type Float can't be cast to the desired output type Long",
          "tt.tensor([1, 2, 3]).add_(0.5)"),
         ("broadcast_target", "doesn't match the broadcast shape",
          "tt.ones(3).add_(tt.ones(2, 3))"),
     ]
+    conform(got, {**{key: RAISED for key, _, _ in cases}, "leaf_version": Kind(int),
+                  "no_grad_view_versions": [Kind(int), Kind(int)]},
+            what="inplace.inplace_errors")
     for key, message, what in cases:
         assert_raises_like(got[key], None if message is None else "RuntimeError", what=what,
                            contains=() if message is None else (message,))
     assert_equal(got["leaf_version"], 2, what="_version of the leaf after its two writes "
                  "under no_grad (the refused writes do not count)")
+    assert_equal(got["no_grad_view_versions"], [0, 2],
+                 what="[y._version, x._version] after the refused writes through no_grad views")
 
 
 SAVED_CASES = {
@@ -246,6 +291,11 @@ def _torch_saved_case(case):
         z = y.sin()
         z.sum().backward(retain_graph=True)
         y.add_(1.0)
+    elif case == "no_grad_view_modified":
+        y = x * 2.0
+        z = y.sin()
+        with torch.no_grad():
+            y[0:2].mul_(2.0)
     else:
         z = SAVED_CASES[case][1](x * 2.0)
     try:
@@ -261,9 +311,11 @@ def _torch_saved_case(case):
 def test_saved_tensor_version_check(submission):
     """Backward raises PyTorch's error, naming the versions, exactly when a tensor saved
     for backward was written after it was saved (through itself, a view or its base)."""
-    for case in [*SAVED_CASES, "leaf_no_grad", "retain_then_modify"]:
+    for case in [*SAVED_CASES, "leaf_no_grad", "retain_then_modify", "no_grad_view_modified"]:
         got = submission.call("inplace.saved_and_modified", case)
         error, grad = _torch_saved_case(case)
+        conform(got, {"error": RAISED, "grad": Kind(None, np.ndarray)},
+                what=f"inplace.saved_and_modified({case!r})")
         code = SAVED_CASES[case][0] if case in SAVED_CASES else case.replace("_", " ")
         what = f"backward after: x = tt.tensor([.5, -1., 2.], requires_grad=True); y = x * 2.; {code}"
         if error["type"] is None:
@@ -278,7 +330,7 @@ def test_saved_tensor_version_check(submission):
 
 def _torch_view_case(case):
     x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
-    before = None
+    before = others = None
     if case == "base_write_seen_by_view":
         y = x * 2.0
         out = y[0:2]
@@ -296,32 +348,74 @@ def _torch_view_case(case):
         y = x * 1.0
         y[1:3][1].mul_(4.0)
         out = y
-    else:
+    elif case == "write_view_then_base":
         y = x * 1.0
         out = y[0:2]
         out.mul_(x[1:3])
         y.add_(1.0)
+    elif case in CONST_BASE_CASES:
+        c = (torch.ones if case == "mul_into_const_base" else torch.zeros)(3, dtype=torch.float64)
+        sibling = c[0:2]
+        before = [c.requires_grad, sibling.requires_grad]
+        view = None
+        if case == "copy_into_const_base":
+            view = c[1:3]
+            view.copy_(x[0:2] * 2.0)
+        elif case == "mul_into_const_base":
+            view = c[0:2]
+            view.mul_(x[1:3])
+        elif case == "const_view_sees_write":
+            view = c[1:3]
+            view.copy_(x[0:2])
+        else:
+            c[1] = x[0] * 3.0
+        out = sibling if case == "const_view_sees_write" else c
+        others = [[t.requires_grad, t.is_leaf, t.grad_fn is not None]
+                  for t in (c, sibling, c if view is None else view)]
+    else:  # no_grad_write_through_no_grad_view
+        y = x * 2.0
+        with torch.no_grad():
+            y[0:2].mul_(2.0)
+        out = y
     flags = [out.requires_grad, out.is_leaf]
     weights = torch.arange(1.0, 1.0 + out.numel(), dtype=torch.float64).reshape(out.shape)
     (out * weights).sum().backward()
-    return {"flags": flags, "grad": x.grad.numpy(), "out": out.detach().numpy(), "before": before}
+    return {"flags": flags, "grad": x.grad.numpy(), "out": out.detach().numpy(), "before": before,
+            "others": others, "version": out._version}
 
 
 @task("3.1")
 def test_writes_reach_every_view(submission):
     """A write into a base, or through one of its views, changes the history of every view
-    of that base (torch regenerates their grad_fn): views see the write in backward."""
-    from graders.probes.inplace import VIEW_CASES
-
+    of that base (torch regenerates their grad_fn): views see the write in backward. A
+    write through a view into a base that does not require grad, with a value that does,
+    gives the base a history (requires_grad, not a leaf) and the gradient reaches the
+    value; a write under no_grad through a view made under no_grad is not recorded."""
     for case, code in VIEW_CASES.items():
         got = submission.call("inplace.view_case", case)
         expected = _torch_view_case(case)
+        template = {"flags": [Kind(bool), Kind(bool)], "grad": Kind(None, np.ndarray),
+                    "out": expected["out"], "version": Kind(int), "backward_error": RAISED}
+        template.update((k, expected[k]) for k in ("before", "others") if expected[k] is not None)
+        conform(got, template, what=f"inplace.view_case({case!r})")
         what = f"x = tt.tensor([.5, -1., 2.], requires_grad=True); {code}"
         if expected["before"] is not None:
-            assert_equal(got["before"], expected["before"],
-                         what="[out.requires_grad, out.is_leaf] before c.add_(x)", case=what)
+            first = "[out.requires_grad, out.is_leaf] before c.add_(x)" \
+                if case == "const_base_gets_history" else \
+                "[c.requires_grad, c[0:2].requires_grad] before the write"
+            assert_equal(got["before"], expected["before"], what=first, case=what)
+        if expected["others"] is not None:
+            for name, g, e in zip(("c", "c[0:2] (made before the write)", "the view written"),
+                                  got["others"], expected["others"], strict=True):
+                assert_equal(g, e, what=f"[requires_grad, is_leaf, has a grad_fn] of {name} "
+                             "after the write (the base now has history: its grad_fn "
+                             "is the write's CopySlices, and its views' grad_fns "
+                             "read from it)", case=what)
         assert_equal(got["flags"], expected["flags"], what="[out.requires_grad, out.is_leaf]",
                      case=what)
+        assert_equal(got["version"], expected["version"], what="out._version", case=what)
+        assert_raises_like(got["backward_error"], None, what="(out * [1, 2, ...]).sum()"
+                           ".backward()", case=what)
         assert_close(got["out"], expected["out"], what="out", case=what)
         assert_close(got["grad"], expected["grad"],
                      what="x.grad of (out * [1, 2, ...]).sum()", case=what)
@@ -341,6 +435,9 @@ def test_retain_grad_and_hooks_across_a_write(submission):
     (y * torch.tensor([1.0, 10.0, 100.0], dtype=torch.float64)).sum().backward()
     case = ("y = x * 2.; y.retain_grad(); y.register_hook(h); y.mul_(3.); "
             "(y * tt.tensor([1., 10., 100.])).sum().backward()")
+    conform(got, {"retains": Kind(bool), "grad": Kind(None, np.ndarray),
+                  "hook": ListOf(Kind(np.ndarray)), "x": x.grad.numpy()},
+            what="inplace.retain_and_hooks")
     assert_equal(got["retains"], True, what="y.retains_grad after the write", case=case)
     assert_close(got["grad"], y.grad.numpy(), what="y.grad", case=case)
     assert_equal(len(got["hook"]), 1, what="calls of the hook", case=case)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal
+from graders.checks.structure import Kind, Shaped, conform
 from graders.oracle import memory as oracle
 from graders.suites._support import examples, literal, task
 
@@ -32,10 +33,18 @@ def _round_trip(submission, kind, data):
             f"dtype=tt.{dtype}){'.t()' if transpose else ''}\npacked = hooks.pack_hook(t)\n"
             "print(hooks.unpack_hook(packed))")
     expected_shape = list(shape[::-1] if transpose else shape)
+    original = np.asarray(values).astype(dtype)
+    original = original.T if transpose else original
+    conform(got, {"packed_type": Kind(str), "storage_freed": Kind(bool),
+                  "files_after_pack": Kind(int), "is_tensor": Kind(bool), "dtype": Kind(str),
+                  "shape": [Kind(int)] * len(shape), "values": Shaped(original.shape),
+                  "original": Shaped(original.shape), "unpacked_twice_equal": Kind(bool),
+                  "files_after_release": Kind(int)}, what="memory.pack_round_trip")
     assert_equal(got["is_tensor"], True, what="unpack_hook returns a Tensor", reproducer=code)
     assert_equal([got["dtype"], got["shape"]], [dtype, expected_shape],
                  what="[dtype, shape] of the unpacked tensor", reproducer=code)
-    assert_close(got["values"], got["original"], what="values of the unpacked tensor",
+    assert_close(got["original"], original, rtol=0, atol=0, what="values of t", reproducer=code)
+    assert_close(got["values"], original, rtol=0, atol=0, what="values of the unpacked tensor",
                  reproducer=code)
     assert_equal(got["unpacked_twice_equal"], True,
                  what="unpacking the same packed value a second time gives it again",
@@ -72,6 +81,10 @@ def test_save_on_disk_temporary_folder(submission):
     """save_on_disk() makes a temporary folder, keeps a file per saved tensor while the
     graph needs it, and removes the folder once the graph and the context are gone."""
     got = submission.call("memory.disk_temp_folder")
+    conform(got, {"folder_is_temporary": Kind(bool), "files_with_graph": Kind(int),
+                  "files_after_context": Kind(int), "exists_after_backward": Kind(bool),
+                  "exists_after_graph": Kind(bool), "grad": Shaped((2, 3))},
+            what="memory.disk_temp_folder")
     expected = {"folder_is_temporary": True, "files_with_graph": 2, "files_after_context": 2,
                 "exists_after_backward": False, "exists_after_graph": False}
     for key, value in expected.items():
@@ -85,12 +98,16 @@ def test_save_on_disk_temporary_folder(submission):
 
 def _mlp(submission, seed, mode):
     x, weights = oracle.mlp_inputs(seed)
-    return submission.call("memory.mlp", x, weights, mode), oracle.mlp_grads(x, weights)
+    got, expected = submission.call("memory.mlp", x, weights, mode), oracle.mlp_grads(x, weights)
+    conform(got, oracle.run_template(expected), what=f"memory.mlp ({mode})")
+    assert_equal(got["block_calls"], [3, 3], what=f"calls of the 3 blocks ({mode}) [after the "
+                 "forward, after backward]")
+    return got, expected
 
 
 def _same_grads(got, plain, expected, mode):
     names = ["x"] + [f"{n}{i // 4}" for i, n in enumerate(["W1_", "b1_", "W2_", "b2_"] * 3)]
-    for name, g, p, e in zip(names, got["grads"], plain["grads"], expected):
+    for name, g, p, e in zip(names, got["grads"], plain["grads"], expected, strict=True):
         assert_close(g, p, rtol=0, atol=0, what=f"{name}.grad under {mode} vs the plain run "
                      "(must be identical)")
         assert_close(g, e, what=f"{name}.grad under {mode} vs torch")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import memory as mlp_oracle
 from graders.oracle import saved_hooks as oracle
 from graders.strategies.programs import describe, programs
@@ -22,20 +24,32 @@ HOOKS_CODE = ("pack(t): log 'pack', keep t, return its number; unpack(n): log 'u
               "return the kept tensor")
 
 
+EVENT = [Kind(str), Kind(str), Kind(int), Kind(None, np.ndarray), Kind(bool)]
+
+
+def _conform_calls(got, expected):
+    """hook_calls' answer: every event [pair, call, number, packed values, grad mode], the
+    number of forward events, a gradient (or None) per leaf."""
+    conform(got, {"events": ListOf(EVENT), "forward_events": Kind(int),
+                  "grads": expected["grads"]}, what="saved_hooks.hook_calls")
+
+
 def _compare_calls(got, expected, program, setting):
     case = f"{describe(program)}; {setting}; hooks: {HOOKS_CODE}"
+    _conform_calls(got, expected)
     packs = [ev[:3] for ev in got["events"][: got["forward_events"]]]
     torch_packs = [ev[:3] for ev in expected["events"][: expected["forward_events"]]]
     assert_equal(packs, torch_packs, what="hook calls during the forward ([pair, call, "
                  "number]; pack runs once per saved tensor, when it is saved)", case=case)
-    for g, e in zip(got["events"], expected["events"][: expected["forward_events"]]):
+    for g, e in zip(got["events"][: got["forward_events"]],
+                    expected["events"][: expected["forward_events"]], strict=True):
         assert_close(g[3], e[3], what=f"the tensor given to pack call {g[:3]}", case=case)
     unpacks = Counter(tuple(ev[:3]) for ev in got["events"][got["forward_events"]:])
     torch_unpacks = Counter(tuple(ev[:3]) for ev in expected["events"][expected["forward_events"]:])
     assert_equal(dict(sorted(unpacks.items())), dict(sorted(torch_unpacks.items())),
                  what="hook calls during backward, counted per packed tensor (unpack runs "
                       "each time backward uses it)", case=case)
-    for i, (g, e) in enumerate(zip(got["grads"], expected["grads"])):
+    for i, (g, e) in enumerate(zip(got["grads"], expected["grads"], strict=True)):
         assert_close(g, e, what=f"x{i}.grad", case=case)
 
 
@@ -78,8 +92,12 @@ def test_innermost_pair_wins(submission, program, inner_ops):
 def test_hooks_run_with_grad_mode_off(submission, program):
     """PyTorch runs pack and unpack hooks with grad mode off."""
     got = submission.call("saved_hooks.hook_calls", program)
+    torch_calls = oracle.hook_calls(program)
+    _conform_calls(got, torch_calls)
+    assert_equal(len(got["events"]), len(torch_calls["events"]),
+                 what="number of hook calls (pack and unpack)", case=describe(program))
     modes = sorted({(ev[1], ev[4]) for ev in got["events"]})
-    expected = sorted({(ev[1], ev[4]) for ev in oracle.hook_calls(program)["events"]})
+    expected = sorted({(ev[1], ev[4]) for ev in torch_calls["events"]})
     assert_equal(modes, expected, what="[hook, tt.is_grad_enabled() inside it]",
                  case=describe(program))
 
@@ -88,6 +106,7 @@ def test_hooks_run_with_grad_mode_off(submission, program):
 def test_unpack_hook_must_return_a_tensor(submission):
     """An unpack hook that returns something else makes backward raise PyTorch's TypeError."""
     got = submission.call("saved_hooks.bad_unpack")
+    conform(got, {"backward": RAISED}, what="saved_hooks.bad_unpack")
     assert_raises_like(got["backward"], "TypeError", what="backward when unpack_hook returns 7",
                        contains=("unpack_hook expected to be a Tensor",))
 
@@ -96,9 +115,14 @@ def test_unpack_hook_must_return_a_tensor(submission):
 def test_hooks_are_per_thread(submission):
     """Hooks installed in another thread do not apply to this thread's graph."""
     got = submission.call("saved_hooks.hooks_per_thread")
+    conform(got, {"calls_seen": Kind(int), "calls_here": ListOf([Kind(str), Kind(str)]),
+                  "grad": np.zeros(2)}, what="saved_hooks.hooks_per_thread")
     assert_equal(got["calls_seen"], 0, what="calls of hooks installed in another thread")
     assert_equal(got["calls_here"], [["this-thread", "pack"], ["this-thread", "unpack"]],
                  what="calls of hooks installed in this thread, for x.sin().sum().backward()")
+    x = np.array([0.5, -1.0])
+    assert_close(got["grad"], 2 * np.cos(x), what="x.grad after x.sin().sum().backward() "
+                 "twice (once in each thread's setting)")
 
 
 @task("3.2")
@@ -107,6 +131,12 @@ def test_saved_tensor_inspection(submission):
     sin saves its input (the same tensor), exp its output (with the node as grad_fn), mul
     by a constant only ``other``; each access unpacks; after backward they are freed."""
     got = submission.call("saved_hooks.inspection")
+    conform(got, {"exp_result": np.zeros(3), "exp_output": np.zeros(3), "unknown": RAISED,
+                  "after_backward": RAISED, "sin_self_is_input": Kind(bool),
+                  "exp_result_grad_fn_is_node": Kind(bool), "exp_result_version": Kind(int),
+                  "mul_other_is_c": Kind(bool), "mul_self_is_none": Kind(bool),
+                  "unpacks_for_two_accesses": Kind(int), "through_hooks_is_input": Kind(bool)},
+            what="saved_hooks.inspection")
     flags = {
         "sin_self_is_input": True, "exp_result_grad_fn_is_node": True, "exp_result_version": 0,
         "mul_other_is_c": True, "mul_self_is_none": True, "unpacks_for_two_accesses": 2,
@@ -117,6 +147,7 @@ def test_saved_tensor_inspection(submission):
                      reproducer="x = tt.tensor([.5, -1., 2.], requires_grad=True)\n"
                                 "print(x.sin().grad_fn._saved_self is x)\n"
                                 "e = x.exp(); print(e.grad_fn._saved_result)")
+    assert_close(got["exp_output"], np.exp(np.array([0.5, -1.0, 2.0])), what="x.exp()")
     assert_close(got["exp_result"], got["exp_output"], what="exp's _saved_result vs its output")
     assert_raises_like(got["unknown"], "AttributeError", what="grad_fn._saved_nothing",
                        contains=("has no attribute",))
@@ -133,7 +164,13 @@ def test_packed_tensors_are_not_kept(submission):
     x, weights = mlp_oracle.mlp_inputs(0)
     plain = submission.call("memory.mlp", x, weights, "plain")
     got = submission.call("memory.mlp", x, weights, "forgetful_hooks")
-    assert plain["live_bytes"] > 0
+    expected = mlp_oracle.mlp_grads(x, weights)
+    conform(plain, mlp_oracle.run_template(expected), what="memory.mlp (plain)")
+    conform(got, mlp_oracle.run_template([None] * len(expected)),
+            what="memory.mlp (forgetful hooks)")
+    assert_equal(got["block_calls"], [3, 3], what="calls of the 3 blocks of the forward [after "
+                 "the forward, at the end] (the forward must run; no backward follows)")
+    assert plain["live_bytes"] > 0, "the plain run keeps no activation alive"
     assert_equal(got["live_bytes"], 0, what="bytes of activations still alive after the "
                  f"forward under saved_tensors_hooks(lambda t: None, ...) (plain run: "
                  f"{plain['live_bytes']})")

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.amp import assert_run_matches, assert_state_dict_matches, config_call
+from graders.checks.structure import Kind, conform, loose
 from graders.oracle import amp as oracle
 from graders.strategies.amp import fixed_run, runs, scaler_configs
 from graders.suites._support import examples, literal, task
@@ -24,6 +25,7 @@ from graders.suites._support import examples, literal, task
 def _check_run(submission, run):
     got = submission.call("amp.scaler_run", run)
     expected = oracle.scaler_run(run)
+    conform(got, loose(expected), what="amp.scaler_run")
     assert_run_matches(got["steps"], expected["steps"], run)
     assert_state_dict_matches(got["state_dict"], expected["state_dict"],
                               what=f"state_dict() at the end of the run of "
@@ -94,6 +96,7 @@ def test_state_dict_resume(submission, run, other, warm, data):
     split = data.draw(st.integers(1, len(run["steps"]) - 1), label="split")
     got = submission.call("amp.state_dict_resume", run, split, other, warm)
     expected = oracle.state_dict_resume(run, split, other, warm)
+    conform(got, loose(expected), what="amp.state_dict_resume")
     second = config_call(other)
     for key, what in (("initial", f"{config_call(run['config'])}.state_dict() before any "
                                   "scale() call"),
@@ -146,6 +149,7 @@ def test_scale_and_scaled_backward(submission, case):
     init_scale, leaves, nesting, lr = case
     got = submission.call("amp.scale_outputs", init_scale, leaves, nesting, lr)
     expected = oracle.scale_outputs(init_scale, leaves, nesting, lr)
+    conform(got, {**loose(expected), "nested": Kind(dict)}, what="amp.scale_outputs")
     scaler = f'scaler = tt.amp.GradScaler("cpu", init_scale={init_scale!r})'
     for i, (g, e, leaf) in enumerate(zip(got["alone"], expected["alone"], leaves, strict=True)):
         what = (f"scaler.scale(tt.tensor({literal(leaf)}, dtype=tt.{leaf.dtype.name}))")
@@ -216,6 +220,7 @@ def test_call_order_errors(submission):
     may unscale again."""
     got = submission.call("amp.errors")
     expected = oracle.errors()
+    conform(got, loose(expected), what="amp.errors")
     _expect_errors(got, expected, [
         ("unscale_twice", "scaler.scale(loss); scaler.unscale_(opt); scaler.unscale_(opt)"),
         ("unscale_after_step", "scaler.unscale_(opt); scaler.step(opt); scaler.unscale_(opt)"),
@@ -236,6 +241,7 @@ def test_fp16_gradients_refused(submission):
     before changing any gradient, and the optimizer does not step."""
     got = submission.call("amp.errors")
     expected = oracle.errors()
+    conform(got, loose(expected), what="amp.errors")
     case = (ERRORS_CASE + "; half = tt.nn.Parameter(tt.ones(2, dtype=tt.float16)); "
             "half.grad = tt.full((2,), 4.0, dtype=tt.float16); opt = Plain([p, half])")
     _expect_errors(got, expected, [("fp16_unscale", "scaler.unscale_(opt)"),
@@ -254,6 +260,7 @@ def test_misuse_errors(submission):
     growth_factor and backoff_factor (skipped when disabled)."""
     got = submission.call("amp.errors")
     expected = oracle.errors()
+    conform(got, loose(expected), what="amp.errors")
     _expect_errors(got["before_scale"], expected["before_scale"], [
         ("unscale_", "scaler.unscale_(opt) before any scaler.scale()"),
         ("step", "scaler.step(opt) before any scaler.scale()"),
@@ -276,6 +283,7 @@ def test_disabled(submission):
     get_scale() is 1.0, state_dict() is {} and load_state_dict ignores its argument."""
     got = submission.call("amp.disabled")
     expected = oracle.disabled()
+    conform(got, loose(expected), what="amp.disabled")
     case = ('scaler = tt.amp.GradScaler("cpu", enabled=False); opt = Plain([p], lr=0.5); '
             "p = ones(3); p.grad = [2, inf, 4]")
     for key, what in (("identity", "scaler.scale(x) is x"),
@@ -310,6 +318,7 @@ def test_loss_scaling_rescues_underflowing_fp16_gradients(submission):
     x = rng.uniform(1e-4, 1e-3, 6).astype(np.float16)
     got = submission.call("amp.underflow_demo", w, x, **DEMO)
     expected = oracle.underflow_demo(w, x, **DEMO)
+    conform(got, loose(expected), what="amp.underflow_demo")
     case = (f"w = tt.nn.Parameter(tt.tensor({literal(w)})); x = {literal(x)} (float16); "
             f"loss = {DEMO['k']!r} * sum(w.half() * x); opt = Plain([w], lr={DEMO['lr']!r}); "
             f"scaler = tt.amp.GradScaler('cpu', growth_interval={DEMO['growth_interval']})")

@@ -17,6 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_equal, assert_raises_like
+from graders.checks.structure import RAISED, Kind, conform, loose
 from graders.oracle import opt_levels as oracle
 from graders.strategies.opt_levels import names_in, policies
 from graders.suites._support import examples, task
@@ -68,6 +69,7 @@ def test_each_layer_runs_at_its_level(submission, policy, outer):
     spec, rules = policy
     got = submission.call("opt_levels.layer_policy_run", spec, rules, outer)
     expected = oracle.layer_policy_run(spec, rules, outer)
+    conform(got, {**loose(expected), "seen": Kind(dict)}, what="opt_levels.layer_policy_run")
     case = _case(spec, rules, outer)
     assert_equal(got["param_dtypes"], expected["param_dtypes"],
                  what="parameter dtypes after apply_layer_policy", case=case)
@@ -83,5 +85,6 @@ def test_each_layer_runs_at_its_level(submission, policy, outer):
 def test_o2_is_refused_per_layer(submission):
     """O2 needs master weights in the optimizer: a per-layer policy refuses it."""
     got = submission.call("opt_levels.resolve_error", GPT_TREE, {"MLP": "O2"})
+    conform(got, RAISED, what="opt_levels.resolve_error")
     assert_raises_like(got, "ValueError", contains=("O2",),
                        what="resolve_levels(model, {'MLP': 'O2'})")

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.structure import RAISED, Kind, ListOf, Shaped, conform, loose
 from graders.oracle import opt_levels as oracle
 from graders.strategies.opt_levels import (
     overflow_sequences,
@@ -60,6 +61,13 @@ def test_initialize_sets_up_each_level(submission, level):
     setup = training_setup(seed=0, weight_scale=1.0, data_scale=1.0, lr=0.5, steps=0)
     got = submission.call("opt_levels.initialize_state", level, setup["weights"])
     dtype, masters, scale = EXPECTED_STATE[level]
+    flags, names = [Kind(bool)] * 4, [Kind(str)] * 4
+    conform(got, {"same_parameter_objects": Kind(bool), "param_dtypes": names,
+                  "optimizer_holds_model_params": flags, "optimizer_dtypes": names,
+                  "optimizer_values": [Shaped(np.shape(setup["weights"][n])) for n in PARAMS],
+                  "loss_scale": Kind(float), "forward_saw": ListOf([Kind(bool), Kind(str)]),
+                  "output_dtype": Kind(str), "bad_level": RAISED},
+            what="opt_levels.initialize_state")
     where = f"after model, optimizer = tt.amp.initialize(model, optimizer, opt_level={level!r})"
     assert_equal(got["same_parameter_objects"], True,
                  what=f"{where}: model.parameters() are the same Parameter objects")
@@ -69,7 +77,7 @@ def test_initialize_sets_up_each_level(submission, level):
                  what=f"{where}: optimizer.param_groups should hold {holds}")
     assert_equal(got["optimizer_dtypes"], ["float32" if masters else dtype] * 4,
                  what=f"{where}: dtypes of the tensors in optimizer.param_groups")
-    for name, value in zip(PARAMS, got["optimizer_values"]):
+    for name, value in zip(PARAMS, got["optimizer_values"], strict=True):
         expected = np.asarray(setup["weights"][name]).astype(dtype).astype(
             "float32" if masters else dtype)
         assert_close(value, expected, rtol=0, atol=0,
@@ -98,6 +106,7 @@ def test_training_run_tracks_the_oracle(submission, setup, level):
     got = submission.call("opt_levels.train_run", level, setup["weights"], setup["batches"],
                           setup["lr"])
     expected = oracle.train_run(level, setup["weights"], setup["batches"], setup["lr"])
+    conform(got, loose(expected), what="opt_levels.train_run")
     rtol, atol = RUN_TOLERANCE[level]
     case = _weights_case(setup) + f", opt_level={level!r}"
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
@@ -108,13 +117,19 @@ def test_training_run_tracks_the_oracle(submission, setup, level):
         assert_equal(g["stepped"], e["stepped"],
                      what=f"{where}: optimizer.step() ran (False: skipped after an overflow)",
                      case=case)
-        for name, gg, eg in zip(PARAMS, g["optimizer_grads"], e["optimizer_grads"]):
+        for name, gg, eg in zip(PARAMS, g["optimizer_grads"], e["optimizer_grads"],
+                                strict=True):
             assert_close(gg, eg, rtol=rtol, atol=atol, case=case,
                          what=f"{where}: unscaled .grad of the optimizer's {name}")
-        for name, gv, ev in zip(PARAMS, g["optimizer_values"], e["optimizer_values"]):
+        for name, gm, em in zip(PARAMS, g["model_grads"], e["model_grads"], strict=True):
+            assert_close(gm, em, rtol=rtol, atol=atol, case=case,
+                         what=f"{where}: the model's {name}.grad after scale_loss (at O2 the "
+                              "scaled float16 gradient: unscaling fills the masters' .grad)")
+        for name, gv, ev in zip(PARAMS, g["optimizer_values"], e["optimizer_values"],
+                                strict=True):
             assert_close(gv, ev, rtol=rtol, atol=atol, case=case,
                          what=f"{where}: optimizer's {name} after the step")
-        for name, gp, ep in zip(PARAMS, g["params"], e["params"]):
+        for name, gp, ep in zip(PARAMS, g["params"], e["params"], strict=True):
             assert_close(gp, ep, rtol=rtol, atol=atol, case=case,
                          what=f"{where}: model's {name} after the step")
 
@@ -126,6 +141,7 @@ def test_loss_scaler_follows_apex(submission, config, overflows):
     """LossScaler(**config).update_scale(overflow) for a sequence of steps."""
     got = submission.call("opt_levels.loss_scaler_run", config, overflows)
     expected = oracle.loss_scaler_run(config, overflows)
+    conform(got, loose(expected), what="opt_levels.loss_scaler_run")
     args = ", ".join(f"{k}={v!r}" for k, v in config.items())
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert_equal(g, e, what=f"loss_scale() after update #{i}",

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal
 from graders.checks.precision import assert_low_precision_close
+from graders.checks.structure import Kind, ListOf, conform
 from graders.optable import OPS
 from graders.optable.spec import OpInfo, describe, reproducer, tensor_names, to_wire
 from graders.oracle import ops as ops_oracle
@@ -54,6 +55,8 @@ def test_promotion(submission):
             operands.append([["tensor", a, 1], ["number", number]])
             operands.append([["tensor", a, 0], ["number", number]])
     got = submission.call("precision.promotion", pairs, operands)
+    conform(got, {"promote_types": [Kind(str)] * len(pairs),
+                  "result_type": [Kind(str)] * len(operands)}, what="precision.promotion")
     expected_types = [_torch_name(torch.promote_types(TORCH[a], TORCH[b])) for a, b in pairs]
     for (a, b), g, e in zip(pairs, got["promote_types"], expected_types, strict=True):
         assert_equal(g, e, what=f"tt.promote_types(tt.{a}, tt.{b})",
@@ -71,6 +74,8 @@ def test_promotion(submission):
         assert_equal(g, e, what=f"tt.result_type({source[0]}, {source[1]})",
                      reproducer=f"import tinytrain as tt\nprint(tt.result_type({', '.join(source)}))")
 
+
+OBSERVED = {"dtype": Kind(str), "value": Kind(np.ndarray)}  # the probes' _observed(tensor)
 
 CASTS = {"half": "float16", "bfloat16": "bfloat16", "float": "float32", "double": "float64"}
 
@@ -92,6 +97,11 @@ def test_cast(submission, values, source, call, target, data):
     x_value = oracle.numpy_of(x)  # rounded by torch, sent as it is
     g_value = oracle.cast_values(data.draw(gradient_values(x_value.shape), label="grad"), target)
     got = submission.call("precision.cast", x_value, source, call, target, g_value)
+    conform(got, {"output": OBSERVED, "same_object": Kind(bool),
+                  "grad": Kind(None, dict)}, what="precision.cast")
+    if got["grad"] is not None:
+        conform(got["grad"], {"dtype": Kind(str), "value": Kind(None, np.ndarray)},
+                what="precision.cast['grad']")
     x.requires_grad_(True)
     y = x.to(TORCH[target])
     method = {"to": f".to(tt.{target})", "to_kw": f".to(dtype=tt.{target})"}.get(call, f".{call}()")
@@ -157,6 +167,8 @@ def test_opmath(submission, name, data, dtype):
     g = rng.uniform(-1, 1, tuple(out.shape)).astype(oracle.NUMPY_DTYPES[dtype])
     out.backward(oracle.torch_of(g))
     got = submission.call("precision.opmath", name, values, dtype, g)
+    conform(got, {"output": OBSERVED, "grads": [Kind(None, dict)] * len(values)},
+            what="precision.opmath")
     case = f"{OPMATH_SOURCE[name]}, {dtype} inputs of shapes {[list(v.shape) for v in values]}"
     repro = (f"# a Function whose forward is plain NumPy ({OPMATH_SOURCE[name]}), applied to "
              f"{dtype} tensors:\n# Function.apply must run it on float32 copies and round "
@@ -165,6 +177,7 @@ def test_opmath(submission, name, data, dtype):
                  case=case, reproducer=repro)
     for i, (leaf, grad) in enumerate(zip(leaves, got["grads"], strict=True)):
         assert grad is not None, f"{name}: input {i} received no gradient\n  case: {case}"
+        conform(grad, OBSERVED, what=f"precision.opmath['grads'][{i}]")
         assert_close(grad["value"], oracle.numpy_of(leaf.grad),
                      what=f"{name}: gradient of input {i}", case=case, reproducer=repro)
 
@@ -188,6 +201,8 @@ def test_matmul_accumulates_in_float32(submission, call, data, dtype):
     grads = ops_oracle.grad_outputs(op, oracle.run(op, sample)["outputs"], rng)
     expected = oracle.run(op, sample, grads)
     got = submission.call("precision.low_precision_op", call, to_wire(list(sample.args)), {}, grads)
+    conform(got, {"outputs": [Kind(np.ndarray)], "grads": [Kind(None, np.ndarray)] * 2},
+            what="precision.low_precision_op")
     case = describe(sample)
     repro = reproducer(call, sample)
     assert_close(got["outputs"][0], expected["outputs"][0], what=f"{call}: output", case=case,
@@ -220,6 +235,7 @@ def test_scalar_operand(submission, op, dtype, kind, scalar_first, data):
     x = x.astype(low)
     g = rng.uniform(-1, 1, shape).astype(low)
     got = submission.call("precision.scalar_operand", op, x, dtype, scalar, kind, scalar_first, g)
+    conform(got, {"output": OBSERVED, "grad": Kind(None, dict)}, what="precision.scalar_operand")
     fn = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
           "pow": torch.pow}[op]
     leaf = oracle.torch_of(x).requires_grad_(True)
@@ -241,6 +257,7 @@ def test_scalar_operand(submission, op, dtype, kind, scalar_first, data):
                                _rounded(wide, low), what=f"{expr}: output", case=case,
                                reproducer=repro)
     assert got["grad"] is not None, f"{expr}: x received no gradient\n  case: {case}"
+    conform(got["grad"], OBSERVED, what="precision.scalar_operand['grad']")
     assert_low_precision_close(got["grad"]["value"], oracle.numpy_of(leaf.grad),
                                _rounded(wide_leaf.grad, low), what=f"{expr}: x.grad",
                                gradient=True, case=case, reproducer=repro)
@@ -275,6 +292,7 @@ def test_overflow_and_underflow(submission, dtype, data):
     c = c.astype(oracle.NUMPY_DTYPES[dtype])
     k = float(10.0 ** rng.uniform(-1, 1.5) if big else 10.0 ** rng.uniform(-6, -2))
     got = submission.call("precision.underflow", x, c, k, dtype)
+    conform(got, {"loss": OBSERVED, "grad": Kind(None, dict)}, what="precision.underflow")
     leaf = torch.tensor(x, requires_grad=True)
     y = leaf.to(TORCH[dtype])
     loss = (y * oracle.torch_of(c)).sum() * k
@@ -287,6 +305,7 @@ def test_overflow_and_underflow(submission, dtype, data):
     assert_close(got["loss"]["value"], oracle.numpy_of(loss), what="loss", case=case,
                  reproducer=repro)
     assert got["grad"] is not None, f"x received no gradient\n  case: {case}"
+    conform(got["grad"], OBSERVED, what="precision.underflow['grad']")
     assert_close(got["grad"]["value"], oracle.numpy_of(leaf.grad), what="x.grad (float32; "
                  f"its values passed through {dtype})", rtol=oracle.EPS[dtype], atol=0.0,
                  case=case, reproducer=repro)
@@ -316,6 +335,10 @@ def test_low_precision_op(submission, op: OpInfo, data, dtype):
     reference = oracle.float32_reference(op, sample, grads, dtype)
     got = submission.call("precision.low_precision_op", op.calls[0], list(to_wire(sample.args)),
                           to_wire(sample.kwargs), grads)
+    template = {"outputs": ListOf(Kind(np.ndarray))}
+    if grads is not None:
+        template["grads"] = [Kind(None, np.ndarray)] * len(sample.differentiable())
+    conform(got, template, what="precision.low_precision_op")
     case = describe(sample)
     assert_equal(len(got["outputs"]), len(expected["outputs"]),
                  what=f"{op.name}: number of outputs", case=case)

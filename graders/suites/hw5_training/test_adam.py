@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from graders.checks.optim import assert_run_matches
+from graders.checks.optim import assert_run_matches, assert_state_dtypes, steps_template
+from graders.checks.structure import conform
 from graders.oracle import optim as oracle
 from graders.strategies.optim import fixed_run, runs
 from graders.suites._support import examples, task
@@ -26,6 +27,7 @@ CASES = {
 def _check(submission, run):
     got = submission.call("optim.steps", run["kind"], run["options"], run["groups"], run["grads"])
     expected = oracle.steps(run["kind"], run["options"], run["groups"], run["grads"])
+    conform(got, steps_template(run), what="optim.steps")
     assert_run_matches(got, expected, run)
 
 
@@ -51,3 +53,22 @@ def test_adam_matches_torch(submission, run):
 def test_adamw_matches_torch(submission, run):
     """Random AdamW hyperparameters, param groups and gradient sequences."""
     _check(submission, run)
+
+
+STATE_CASES = {"Adam": ("Adam", {"lr": 0.01}),
+               "Adam amsgrad and weight decay": ("Adam", {"lr": 0.01, "amsgrad": True,
+                                                          "weight_decay": 0.1}),
+               "AdamW": ("AdamW", {"lr": 0.01})}
+DTYPES = ["float32", "float64", "float16", "bfloat16"]
+
+
+@task("5.4")
+def test_state_follows_parameter_dtype(submission):
+    """exp_avg, exp_avg_sq and max_exp_avg_sq have the parameter's dtype, "step" is a
+    float32 scalar, and the parameter keeps its dtype."""
+    for name, (kind, options) in STATE_CASES.items():
+        for dtype in DTYPES:
+            got = submission.call("optim.state_dtypes", kind, options, dtype)
+            assert_state_dtypes(got, oracle.state_dtypes(kind, options, dtype),
+                                case=f"{name}: {kind}([p], {options}) with p and its grads "
+                                     f"in {dtype}, two steps")

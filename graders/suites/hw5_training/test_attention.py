@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close
+from graders.checks.structure import Kind, Shaped, conform
 from graders.oracle import gpt as oracle
 from graders.suites._support import examples, task
 
@@ -58,10 +59,12 @@ def test_attention_matches_torch(submission, variant, data):
     grad_output = rng.uniform(-1.0, 1.0, shape).astype(dtype)
     expected = oracle.attention_run(module, x, grad_output)
     got = submission.call("gpt.attention", cfg, weights, x, grad_output)
+    conform(got, {"output": Kind(np.ndarray), "grads": Kind(dict),
+                  "input_grad": Kind(None, np.ndarray)}, what="gpt.attention")
     what = _describe(case, dtype)
     assert_close(got["output"], expected["output"], what="output", case=what)
     for name, value in expected["grads"].items():
-        assert_close(got["grads"][name], value, what=f"gradient of {name}", case=what)
+        assert_close(got["grads"].get(name), value, what=f"gradient of {name}", case=what)
     assert_close(got["input_grad"], expected["input_grad"], what="gradient of the input",
                  case=what)
 
@@ -75,12 +78,14 @@ def test_attention_is_causal(submission, case, data):
     cfg, rng = case["cfg"], case["rng"]
     steps = max(case["steps"], 2)
     t = data.draw(st.integers(1, steps - 1), label="t")
-    _, weights = oracle.attention(cfg, case["seed"])
+    module, weights = oracle.attention(cfg, case["seed"])
     shape = (case["batch"], steps, cfg["n_embd"])
     x = rng.uniform(-1.0, 1.0, shape)
     x_changed = x.copy()
     x_changed[:, t:] = rng.uniform(-1.0, 1.0, x_changed[:, t:].shape)
     got = submission.call("gpt.attention_causality", cfg, weights, x, x_changed, t)
+    conform(got, {"output": Shaped(shape), "output_changed": Shaped(shape),
+                  "input_grad": Shaped(shape)}, what="gpt.attention_causality")
     what = f"{_describe({**case, 'steps': steps}, 'float64')}; x_changed differs from x " \
            f"at positions >= {t}"
     assert_close(got["output_changed"][:, :t], got["output"][:, :t], rtol=0, atol=1e-12,
@@ -90,3 +95,10 @@ def test_attention_is_causal(submission, case, data):
     assert_close(got["input_grad"][:, t:], np.zeros_like(x[:, t:]), rtol=0, atol=0,
                  what=f"gradient of out[:, :{t}].sum() with respect to the input at "
                       f"positions >= {t}", case=what)
+    # the outputs and gradient compared above are the layer's own: they must be torch's
+    inputs = torch.from_numpy(x.copy()).requires_grad_(True)
+    out = module(inputs)
+    out[:, :t].sum().backward()
+    assert_close(got["output"], out.detach().numpy(), what="output for x", case=what)
+    assert_close(got["input_grad"], inputs.grad.numpy(), case=what,
+                 what=f"gradient of out[:, :{t}].sum() with respect to the input")

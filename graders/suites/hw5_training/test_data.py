@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import data as oracle
 from graders.suites._support import examples, task
 
@@ -45,6 +46,8 @@ def test_batches_in_order(submission, n, batch_size, drop_last, seed):
     y = rng.integers(0, 5, n).astype(np.int64)
     got = submission.call("data.batches", x, y, batch_size, drop_last)
     expected = oracle.batches(x, y, batch_size, drop_last)
+    conform(got, {"len(dataset)": Kind(int), "dataset[1]": Kind(list), "len(loader)": Kind(int),
+                  "batches": ListOf(Kind(list))}, what="data.batches")
     case = (f"ds = tt.data.TensorDataset(x (shape ({n}, 3), float32), y (shape ({n},), int64)); "
             f"loader = tt.data.DataLoader(ds, batch_size={batch_size}, drop_last={drop_last})")
     for key in ("len(dataset)", "len(loader)"):
@@ -64,6 +67,7 @@ def test_default_collate(submission, kind):
     key, tuples and lists position by position (into lists)."""
     got = submission.call("data.collate", kind, 5, 2)
     expected = oracle.collate(kind, 5, 2)
+    conform(got, ListOf(Kind(list)), what="data.collate")
     assert_equal(len(got), len(expected), what="number of batches")
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         _assert_same_batch(g, e, f"batch #{i} of {kind} samples "
@@ -83,6 +87,11 @@ def test_shuffle_is_a_seeded_permutation(submission, n, batch_size, drop_last, s
     incomplete tail), the generator's seed fixes it, other seeds and later epochs give
     other orders; without a generator, tt.manual_seed fixes it."""
     got = submission.call("data.shuffle_orders", n, batch_size, drop_last, seeds, seeds[:2])
+    epoch = ListOf(ListOf(Kind(int)))
+    conform(got, {"by_seed": [[epoch, epoch]] * len(seeds),
+                  "by_seed_again": [[epoch, epoch]] * len(seeds), "global": [[epoch]] * 2,
+                  "global_again": [[epoch]] * 2, "no_shuffle": [epoch],
+                  "len(loader)": Kind(int)}, what="data.shuffle_orders")
     case = (f"loader = tt.data.DataLoader(tt.data.TensorDataset(tt.arange({n})), "
             f"batch_size={batch_size}, shuffle=True, drop_last={drop_last}, "
             "generator=tt.Generator().manual_seed(seed))")
@@ -122,6 +131,9 @@ def test_shuffle_is_a_seeded_permutation(submission, n, batch_size, drop_last, s
                       f"tt.manual_seed({seeds[1]}) (must differ)", case=case)
 
 
+SUBSET = {"len": Kind(int), "indices": ListOf(Kind(int)), "items": ListOf(Kind(int))}
+
+
 def _lengths():
     fractions = st.sampled_from([[0.8, 0.1, 0.1], [0.5, 0.5], [0.7, 0.2, 0.1], [0.25] * 4,
                                  [1.0], [0.6, 0.4]])
@@ -139,6 +151,8 @@ def test_random_split(submission, data, seeds):
     lengths = data.draw(_lengths())
     n = sum(lengths) if isinstance(lengths[0], int) else data.draw(st.integers(1, 60))
     got = submission.call("data.split", n, lengths, seeds)
+    conform(got, {"first": [ListOf(SUBSET)] * len(seeds), "again": [ListOf(SUBSET)] * len(seeds)},
+            what="data.split")
     sizes = oracle.split_sizes(n, lengths)
     case = (f"tt.data.random_split(tt.data.TensorDataset(10 * tt.arange({n})), {lengths}, "
             "generator=tt.Generator().manual_seed(seed))")
@@ -165,6 +179,7 @@ def test_random_split(submission, data, seeds):
 def test_train_val_test_80_10_10(submission, n):
     """The course's split: random_split(ds, [0.8, 0.1, 0.1]) sizes as torch's."""
     got = submission.call("data.split", n, [0.8, 0.1, 0.1], [0])
+    conform(got, {"first": [ListOf(SUBSET)]}, what="data.split")
     assert_equal([s["len"] for s in got["first"][0]], oracle.split_sizes(n, [0.8, 0.1, 0.1]),
                  what=f"[train, val, test] sizes for {n} samples",
                  case=f"tt.data.random_split(ds of {n} samples, [0.8, 0.1, 0.1])")
@@ -175,6 +190,8 @@ def test_random_split_errors(submission):
     """Lengths that do not add up to the dataset size are refused with torch's ValueError."""
     message = "Sum of input lengths does not equal the length of the input dataset!"
     for n, lengths in ((10, [3, 3]), (10, [5, 6]), (10, [0.5, 0.4])):
-        assert_raises_like(submission.call("data.split_errors", n, lengths), "ValueError",
+        got = submission.call("data.split_errors", n, lengths)
+        conform(got, RAISED, what="data.split_errors")
+        assert_raises_like(got, "ValueError",
                            what=f"random_split(ds of {n} samples, {lengths})",
                            contains=(message,))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from graders.checks import assert_close, assert_equal
+from graders.checks.structure import Kind, Shaped, conform
 from graders.suites._support import task
 
 SIGMAS = 6  # a correct dropout fails the zeroed-fraction check ~1 in 5e8 runs
@@ -22,6 +23,14 @@ def _inputs(seed: int, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     return x, rng.uniform(-1.0, 1.0, shape)
 
 
+def _template(shape):
+    """dropout_train_eval's answer."""
+    mode = {"output": Shaped(shape), "grad": Kind(None, np.ndarray), "returns_input": Kind(bool),
+            "training": Kind(bool)}
+    return {"train": mode, "eval": mode, "train again": mode,
+            "functional eval returns input": Kind(bool)}
+
+
 @task("5.10")
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_dropout_in_training(submission, p):
@@ -29,7 +38,9 @@ def test_dropout_in_training(submission, p):
     of 20000 elements lies within 6 standard errors of p), the others are scaled by
     1 / (1 - p), and the gradient flows through the same mask with the same scale."""
     x, g = _inputs(1, (200, 100))
-    got = submission.call("layers.dropout_train_eval", p, x, g, 0)["train"]
+    got = submission.call("layers.dropout_train_eval", p, x, g, 0)
+    conform(got, _template(x.shape), what="layers.dropout_train_eval")
+    got = got["train"]
     what = f"tt.nn.Dropout({p}) in training mode on a float64 (200, 100) input without zeros"
     out = got["output"]
     kept = out != 0
@@ -54,6 +65,7 @@ def test_dropout_train_versus_eval(submission, p):
     returns x itself."""
     x, g = _inputs(2, (40, 50))
     got = submission.call("layers.dropout_train_eval", p, x, g, 3)
+    conform(got, _template(x.shape), what="layers.dropout_train_eval")
     what = f"tt.nn.Dropout({p})"
     for label in ("train", "train again"):
         assert_equal(got[label]["training"], True, what=f"{what}.training ({label})")
@@ -76,6 +88,7 @@ def test_dropout_uses_tinytrains_generator(submission):
     """Masks come from tinytrain's global generator: the same tt.manual_seed gives the
     same masks, successive calls give new ones, another seed other ones."""
     runs = submission.call("layers.dropout_masks", 0.5, [30, 20], [7, 7, 8], 2)
+    conform(runs, [[Shaped((30, 20))] * 2] * 3, what="layers.dropout_masks")
     what = "tt.nn.functional.dropout(tt.ones(30, 20, dtype=tt.float64), 0.5)"
     for k in range(2):
         assert_close(runs[1][k], runs[0][k], rtol=0, atol=0,

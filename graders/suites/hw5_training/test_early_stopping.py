@@ -8,6 +8,7 @@ import math
 from hypothesis import given, settings
 
 from graders.checks import assert_equal
+from graders.checks.structure import Kind, ListOf, conform
 from graders.oracle import data as oracle
 from graders.strategies.data import early_stopping_cases
 from graders.suites._support import examples, task
@@ -19,6 +20,8 @@ RULE = ("rule: improvement when val < best - min_delta (mode 'min') or val > bes
 def _check(submission, values, options):
     got = submission.call("data.early_stopping", values, options)
     expected = oracle.early_stopping(values, **options)
+    conform(got, {"steps": ListOf([Kind(bool), Kind(float), Kind(int)]),
+                  "best_epoch": Kind(None, int)}, what="data.early_stopping")
     args = ", ".join(f"{k}={v!r}" for k, v in options.items())
     case = f"es = tt.data.EarlyStopping({args}); [es.step(v) for v in {values}]\n  {RULE}"
     stops = [s[0] for s in expected["steps"]]

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal
+from graders.checks.structure import Kind, Shaped, conform
 from graders.oracle import gpt as oracle
 from graders.suites._support import examples, task
 
@@ -55,11 +56,14 @@ def test_gpt_matches_torch(submission, variant, data):
     expected = oracle.gpt_forward(model, case["idx"], case["targets"])
     got = submission.call("gpt.gpt_forward", cfg, weights, case["idx"], case["targets"],
                           timeout=30)
+    conform(got, {"logits": Kind(np.ndarray), "loss": Kind(np.ndarray), "grads": Kind(dict),
+                  "logits_without_targets": Kind(np.ndarray),
+                  "loss_without_targets": Kind(None, np.ndarray)}, what="gpt.gpt_forward")
     what = oracle.describe(cfg, case["idx"].shape)
     assert_close(got["logits"], expected["logits"], what="logits", case=what)
     assert_close(got["loss"], expected["loss"], what="loss", case=what)
     for name, value in expected["grads"].items():
-        assert_close(got["grads"][name], value, what=f"gradient of {name}", case=what)
+        assert_close(got["grads"].get(name), value, what=f"gradient of {name}", case=what)
     assert_close(got["logits_without_targets"], expected["logits"],
                  what="logits of model(idx) (no targets)", case=what)
     assert_equal(got["loss_without_targets"], None, what="loss of model(idx) (no targets)",
@@ -77,11 +81,17 @@ def test_gpt_is_causal(submission, case, data):
     if idx.shape[1] < 2:
         idx = rng.integers(0, cfg["vocab_size"], (idx.shape[0], 2))
         cfg = {**cfg, "block_size": max(cfg["block_size"], 2)}
-    _, weights = oracle.gpt(cfg, case["seed"])
+    model, weights = oracle.gpt(cfg, case["seed"])
     t = data.draw(st.integers(1, idx.shape[1] - 1), label="t")
     changed = idx.copy()
     changed[:, t:] = (idx[:, t:] + 1) % cfg["vocab_size"]
     got = submission.call("gpt.gpt_logits", cfg, weights, [idx, changed], timeout=30)
+    shape = (*idx.shape, cfg["vocab_size"])
+    conform(got, [Shaped(shape), Shaped(shape)], what="gpt.gpt_logits")
+    what = oracle.describe(cfg, idx.shape)
     assert_close(got[1][:, :t], got[0][:, :t], rtol=0, atol=1e-12,
                  what=f"logits at positions < {t} after changing the tokens at positions "
-                      f">= {t}", case=oracle.describe(cfg, idx.shape))
+                      f">= {t}", case=what)
+    # the logits compared above are the model's own: they must be torch's
+    assert_close(got[0], oracle.gpt_forward(model, idx, idx)["logits"], what="logits",
+                 case=what)

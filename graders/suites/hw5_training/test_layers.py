@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal
 from graders.checks.layers import assert_layer_matches
+from graders.checks.structure import Kind, Shaped, conform, loose
 from graders.optable import OPS
 from graders.oracle import layers as oracle
 from graders.strategies.layers import (
@@ -36,7 +37,11 @@ SIGMAS = 6  # statistical checks allow 6 standard errors: a correct init fails ~
 def _check_run(submission: Any, spec: dict[str, Any],
                tolerances: dict[str, tuple[float, float]] | None = None) -> None:
     got = submission.call("layers.run", spec)
-    assert_layer_matches(got, oracle.run("run", spec), spec, tolerances)
+    expected = oracle.run("run", spec)
+    conform(got, {**loose(expected), "param_grads": Kind(dict),
+                  "input_grads": [Kind(None, np.ndarray)] * len(expected["input_grads"])},
+            what="layers.run")
+    assert_layer_matches(got, expected, spec, tolerances)
 
 
 def _check_uniform(values: np.ndarray, bound: float, what: str) -> None:
@@ -89,6 +94,13 @@ def _torch_parameters(kind: str, args: list[Any], kwargs: dict[str, Any]) -> dic
             for name, p in module._parameters.items()}
 
 
+def _conform_init(runs: Any, kind: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """seeded_init's answer: per seed, each of torch's parameters as [values, dtype]."""
+    params = {name: None if entry is None else [Shaped(entry[0]), Kind(str)]
+              for name, entry in _torch_parameters(kind, args, kwargs).items()}
+    conform(runs, [params] * 3, what="layers.seeded_init")
+
+
 def _shapes(run: dict[str, Any]) -> dict[str, Any]:
     return {name: None if e is None else [list(e[0].shape), e[1]] for name, e in run.items()}
 
@@ -106,6 +118,7 @@ def test_linear_initialisation(submission, args, kwargs):
     bias ~ the same uniform (zeros when in_features is 0), float32, drawn from tinytrain's
     generator (so tt.manual_seed repeats them)."""
     runs = submission.call("layers.seeded_init", "Linear", args, kwargs, [0, 0, 1])
+    _conform_init(runs, "Linear", args, kwargs)
     what = f"tt.nn.Linear({', '.join(map(str, args))}{', bias=False' if kwargs else ''})"
     assert_equal(_shapes(runs[0]), _torch_parameters("Linear", args, kwargs),
                  what=f"{what}: parameters {{name: [shape, dtype]}}")
@@ -133,6 +146,7 @@ def test_kaiming_uniform(submission, shape, kwargs):
     """tt.nn.init.kaiming_uniform_ draws U(-b, b) with b = gain * sqrt(3 / fan), gain =
     calculate_gain(nonlinearity, a), fan = fan_in or fan_out (``mode``), as torch's."""
     values = submission.call("layers.kaiming_uniform", shape, kwargs, 0)
+    conform(values, Shaped(shape), what="layers.kaiming_uniform")
     reference = torch.empty(shape)
     fan = torch.nn.init._calculate_correct_fan(reference, kwargs.get("mode", "fan_in"))
     gain = torch.nn.init.calculate_gain(kwargs.get("nonlinearity", "leaky_relu"),
@@ -162,6 +176,7 @@ def test_embedding_initialisation(submission, args, kwargs):
     """Embedding's weight ~ N(0, 1) (float32), its padding row (if any; a negative
     padding_idx counts from the end) zeros; drawn from tinytrain's generator."""
     runs = submission.call("layers.seeded_init", "Embedding", args, kwargs, [0, 0, 1])
+    _conform_init(runs, "Embedding", args, kwargs)
     what = f"tt.nn.Embedding({', '.join(map(str, args))}" + \
         "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
     assert_equal(_shapes(runs[0]), _torch_parameters("Embedding", args, kwargs),
@@ -203,6 +218,7 @@ def test_layer_norm_matches_torch(submission, spec):
     initial = {k: v for k, v in spec.items() if k in ("kind", "args", "kwargs")}
     got = submission.call("layers.initial_parameters", initial)
     expected = oracle.run("initial_parameters", initial)
+    conform(got, expected, what="layers.initial_parameters")
     for name, value in expected.items():
         assert_close(got.get(name), value, what=f"initial {name} of {spec['kind']}",
                      case=str(initial))
@@ -233,3 +249,61 @@ def test_loss_module(submission, kind, feature, data):
     ignore_index: ignored targets count for nothing; label_smoothing): the loss and the
     gradient of the logits (and of MSELoss' target)."""
     _check_run(submission, data.draw(loss_specs(kind, feature)))
+
+
+# options that change where the result goes: (module, torch's function of the input)
+INPLACE_OPTIONS = {"ReLU": lambda t: torch.relu(t)}
+
+
+@task("5.11")
+@pytest.mark.parametrize("kind", list(INPLACE_OPTIONS))
+def test_inplace_option(submission, kind):
+    """``inplace=True`` writes the result into the input and returns the input itself (as
+    torch.nn's); ``inplace=False`` (the default) leaves the input alone and returns a new
+    tensor. (The in-place machinery of task 3.1 is stubbed out here: only where the
+    module puts its result is graded.)"""
+    x = np.array([[-1.5, 0.0, 2.0], [3.0, -0.5, 1.0]], dtype=np.float32)
+    got = submission.call("layers.inplace_option", kind, x)
+    mode = {"returns_input": Kind(bool), "input": Shaped(x.shape), "output": Shaped(x.shape)}
+    conform(got, {"True": mode, "False": mode}, what="layers.inplace_option")
+    for inplace in (True, False):
+        t = torch.tensor(x)
+        module = getattr(torch.nn, kind)(inplace=inplace)
+        y = module(t)
+        what = f"tt.nn.{kind}(inplace={inplace})(x)"
+        assert_equal(got[str(inplace)]["returns_input"], y is t,
+                     what=f"{what} returns x itself", case=f"x = {x.tolist()}")
+        assert_close(got[str(inplace)]["output"], y.numpy(), what=f"{what}: output")
+        assert_close(got[str(inplace)]["input"], t.numpy(),
+                     what=f"{what}: x afterwards ({'overwritten' if inplace else 'unchanged'})")
+
+
+# Logits far apart: exp overflows or underflows, so a module that is not written stably
+# (log(softmax(x)), exp without subtracting the max) gives inf or NaN where torch does not.
+EXTREME = np.array([[0.0, 200.0, -3.0], [-1e4, 1e4, 0.0], [1e4, 1e4 - 1.0, -1e4],
+                    [-80.0, -85.0, -90.0]])
+EXTREME_MODULES = [("LogSoftmax", {"dim": 1}), ("LogSoftmax", {"dim": 0}), ("Softmax", {"dim": 1}),
+                   ("CrossEntropyLoss", {}), ("CrossEntropyLoss", {"reduction": "none"}),
+                   ("CrossEntropyLoss", {"label_smoothing": 0.2}), ("Sigmoid", {}), ("Tanh", {})]
+
+
+@task("5.11")
+@pytest.mark.parametrize(("kind", "options"), EXTREME_MODULES,
+                         ids=[f"{k}({', '.join(f'{n}={v!r}' for n, v in o.items())})"
+                              for k, o in EXTREME_MODULES])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_module_on_extreme_logits(submission, kind, options, dtype):
+    """The module (not only its functional op) is numerically stable: on logits 200 and
+    2e4 apart its output and input gradient are torch's (finite), as a stable
+    log-softmax gives -200 for [0, 200] where log(softmax) gives -inf."""
+    x = EXTREME.astype(dtype)
+    inputs, grads = [x], [True]
+    if kind == "CrossEntropyLoss":
+        inputs.append(np.array([0, 0, 1, 2], dtype=np.int64))
+        grads.append(False)
+    out_shape = () if kind == "CrossEntropyLoss" and options.get("reduction") != "none" \
+        else (4,) if kind == "CrossEntropyLoss" else x.shape
+    grad_output = np.linspace(-1.0, 1.0, int(np.prod(out_shape))).reshape(out_shape)
+    spec = {"kind": kind, "kwargs": options, "inputs": inputs, "grads": grads,
+            "grad_output": grad_output.astype(dtype) if out_shape else None}
+    _check_run(submission, spec)

@@ -5,10 +5,11 @@ with torch's LambdaLR running the documented factor."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close
+from graders.checks.structure import conform
 from graders.oracle import optim as oracle
 from graders.suites._support import examples, task
 
@@ -22,6 +23,7 @@ base_lrs = st.lists(st.floats(1e-4, 1.0), min_size=1, max_size=3)
 def _check(submission, kind, args, lrs, n_steps):
     got = submission.call("optim.schedule", kind, args, lrs, n_steps)
     expected = oracle.schedule(kind, args, lrs, n_steps)
+    conform(got, expected, what="optim.schedule")
     call = {"StepLR": "StepLR", "LambdaLR": "LambdaLR",
             "cosine": "get_cosine_schedule_with_warmup"}[kind]
     arguments = ", ".join(f"{k}={v!r}" for k, v in args.items())
@@ -45,16 +47,13 @@ def test_step_lr(submission, lrs, step_size, gamma, n_steps):
 
 @task("5.5")
 @settings(max_examples=examples(10))
-@given(data=st.data(), n_steps=st.integers(1, 15))
-def test_lambda_lr(submission, data, n_steps):
+@given(lrs=base_lrs, per_group=st.booleans(), order=st.permutations(sorted(oracle.LAMBDAS)),
+       n_steps=st.integers(1, 15))
+@example(lrs=[0.5, 0.1, 0.02], per_group=True, order=sorted(oracle.LAMBDAS), n_steps=12)
+def test_lambda_lr(submission, lrs, per_group, order, n_steps):
     """LambdaLR: lr = base_lr * lr_lambda(epoch), one function for all groups or one per
-    group (the functions are in graders/probes/optim.py: LAMBDAS)."""
-    lrs = data.draw(base_lrs)
-    names = sorted(oracle.LAMBDAS)
-    if data.draw(st.booleans()):
-        lambdas = [data.draw(st.sampled_from(names))]
-    else:
-        lambdas = [data.draw(st.sampled_from(names)) for _ in lrs]
+    group, each group its own (the functions are in graders/probes/optim.py: LAMBDAS)."""
+    lambdas = order[:len(lrs)] if per_group and len(lrs) > 1 else order[:1]
     _check(submission, "LambdaLR", {"lambdas": lambdas}, lrs, n_steps)
 
 

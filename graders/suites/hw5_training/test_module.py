@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.structure import Kind, conform, loose
 from graders.oracle import modules as oracle
 from graders.strategies.modules import describe, module_specs, revalue, walk
 from graders.suites._support import examples, task
@@ -30,6 +31,7 @@ def test_named_parameters_buffers_and_modules(submission, spec):
     as PyTorch (own tensors first, then children depth first; shared ones once)."""
     got = submission.call("modules.structure", spec)
     expected = oracle.run("structure", spec)
+    conform(got, loose(expected), what="modules.structure")
     for key, value in expected.items():
         assert_equal(got[key], value, what=key, case=_model(spec))
 
@@ -43,6 +45,7 @@ def test_state_dict_matches_torch(submission, spec):
     registered tensors."""
     got = submission.call("modules.state_dict_view", spec)
     expected = oracle.run("state_dict_view", spec)
+    conform(got, loose(expected), what="modules.state_dict_view")
     case = _model(spec)
     assert_equal(got["keys"], expected["keys"], what="state_dict().keys()", case=case)
     for key, g, e in zip(expected["keys"], got["values"], expected["values"], strict=True):
@@ -70,6 +73,7 @@ def test_load_state_dict_round_trip(submission, spec, seed):
     other = revalue(spec, seed)
     got = submission.call("modules.load_round_trip", spec, other)
     expected = oracle.run("load_round_trip", spec, other)
+    conform(got, loose(expected), what="modules.load_round_trip")
     case = _model(spec) + "\nmodel_b (same structure, other values).load_state_dict(" \
         "model_a.state_dict())"
     assert_equal(got["missing_keys"], [], what="missing_keys", case=case)
@@ -139,6 +143,7 @@ def test_load_state_dict_reports_bad_keys(submission, case):
     spec, edits, strict = case
     got = submission.call("modules.load_errors", spec, edits, strict)
     expected = oracle.run("load_errors", spec, edits, strict)
+    conform(got, loose(expected), what="modules.load_errors")
     what = f"load_state_dict(strict={strict}) of a state_dict edited by {_edits(edits)}"
     context = _model(spec)
     raised = expected["raised"]
@@ -189,6 +194,7 @@ def test_train_and_eval_reach_every_submodule(submission, case):
     spec, script = case
     got = submission.call("modules.train_eval", spec, script)
     expected = oracle.run("train_eval", spec, script)
+    conform(got, loose(expected), what="modules.train_eval")
     calls = []
     for (path, op), g, e in zip(script, got["steps"], expected["steps"], strict=True):
         call = {"train": "train()", "eval": "eval()", "train_false": "train(False)"}[op]
@@ -209,6 +215,7 @@ def test_zero_grad(submission, spec):
     the existing gradient tensors in place."""
     got = submission.call("modules.zero_grad", spec)
     expected = oracle.run("zero_grad", spec)
+    conform(got, loose(expected), what="modules.zero_grad")
     case = _model(spec) + "\n(each parameter's .grad set to a constant tensor first)"
     assert_equal([g is None for g in got["set_to_none"]], [True] * len(expected["set_to_none"]),
                  what="grads are None after model.zero_grad()", case=case)
@@ -221,6 +228,38 @@ def test_zero_grad(submission, spec):
 
 
 @task("5.1")
+@settings(max_examples=examples(15))
+@given(spec=module_specs(), seed=st.integers(0, 2**31))
+def test_framework_writes_count_as_versions(submission, spec, seed):
+    """load_state_dict copies into each parameter and buffer in place, a write PyTorch
+    counts (``_version`` + 1 per state_dict entry naming the tensor: a tied parameter is
+    copied twice; a non-persistent buffer not at all), so a state_dict taken before the
+    load sees the loaded values; zero_grad(set_to_none=False) zeroes each grad in place
+    (+ 1). A tensor saved for backward and overwritten by them is then detected."""
+    other = revalue(spec, seed)
+    got = submission.call("modules.versions", spec, other)
+    expected = oracle.run("versions", spec, other)
+    conform(got, {"load_state_dict": [Kind(int)] * len(expected["load_state_dict"]),
+                  "earlier_state_dict": Kind(dict),
+                  "zero_grad": [Kind(int)] * len(expected["zero_grad"])},
+            what="modules.versions")
+    case = _model(spec) + "\nmodel_b (same structure, other values)"
+    assert_equal(got["load_state_dict"], expected["load_state_dict"], case=case,
+                 what="change of _version of each of model_b's parameters, then buffers "
+                      "(named_parameters(), named_buffers()), over "
+                      "model_b.load_state_dict(model_a.state_dict())")
+    assert_equal(sorted(got["earlier_state_dict"]), sorted(expected["earlier_state_dict"]),
+                 what="keys of sd = model_b.state_dict()", case=case)
+    for key, value in expected["earlier_state_dict"].items():
+        assert_close(got["earlier_state_dict"][key], value, rtol=0, atol=0, case=case,
+                     what=f"sd[{key!r}] (taken before model_b.load_state_dict(...)) after the "
+                          "load: it shares the tensor's storage, which the load overwrote")
+    assert_equal(got["zero_grad"], expected["zero_grad"], case=case,
+                 what="change of _version of each parameter's grad over "
+                      "model_b.zero_grad(set_to_none=False)")
+
+
+@task("5.1")
 @settings(max_examples=examples(10))
 @given(spec=module_specs())
 def test_to_float64(submission, spec):
@@ -228,6 +267,7 @@ def test_to_float64(submission, spec):
     (integer buffers stay), keeps the Parameter objects and returns the model."""
     got = submission.call("modules.to_float64", spec)
     expected = oracle.run("to_float64", spec)
+    conform(got, loose(expected), what="modules.to_float64")
     case = _model(spec) + "\nmodel.to(tt.float64)"
     assert_equal(got["returned_self"], True, what="to() returns the module", case=case)
     assert_equal(got["same_parameter_objects"], True,
@@ -251,6 +291,7 @@ def test_apply_visits_children_first(submission, spec):
     on the module itself."""
     got = submission.call("modules.apply_order", spec)
     expected = oracle.run("apply_order", spec)
+    conform(got, loose(expected), what="modules.apply_order")
     assert_equal(got, expected, what="modules visited by apply(fn), by name", case=_model(spec))
 
 
@@ -260,6 +301,7 @@ def test_containers(submission):
     append / extend / insert, keys, and PyTorch's repr."""
     got = submission.call("modules.containers")
     expected = oracle.run("containers")
+    conform(got, loose(expected), what="modules.containers")
     for key, value in expected.items():
         if isinstance(value, dict) and "type" in value:
             assert_raises_like(got[key], value["type"], what=key,
@@ -288,6 +330,7 @@ def test_attribute_registration(submission):
     state_dict), with PyTorch's errors for invalid assignments."""
     got = submission.call("modules.registration")
     expected = oracle.run("registration")
+    conform(got, loose(expected), what="modules.registration")
     for key, value in expected.items():
         if key in _REGISTRATION_ERRORS:
             assert_raises_like(got[key], value["type"], what=key,

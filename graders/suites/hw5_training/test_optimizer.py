@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
-from graders.checks.optim import assert_run_matches
+from graders.checks.optim import assert_run_matches, steps_template
+from graders.checks.structure import RAISED, Kind, ListOf, Shaped, conform
 from graders.oracle import optim as oracle
 from graders.strategies.optim import SHAPES
 from graders.suites._support import examples, task
@@ -43,8 +44,14 @@ def _toy_run(draw, max_steps=4):
 @task("5.2")
 def test_zero_grad(submission):
     """optimizer.zero_grad() sets every grad of every group to None; with
-    set_to_none=False it zeroes the same gradient tensors in place."""
+    set_to_none=False it zeroes the same gradient tensors in place, a write that bumps
+    their _version as PyTorch's zero_() does."""
     got = submission.call("optim.zero_grad", [[3], [2, 2], [1]])
+    shapes = [Shaped((3,)), Shaped((2, 2)), Shaped((1,))]
+    conform(got, {"set_to_none": [Kind(bool)] * 3, "zeros": [Kind(None, np.ndarray)] * 3,
+                  "grad_versions": [Kind(int)] * 3,
+                  "same_objects": [Kind(bool)] * 3, "params_unchanged": shapes},
+            what="optim.zero_grad")
     assert_equal(got["set_to_none"], [True, True, True],
                  what="p.grad is None after opt.zero_grad(), for each parameter")
     for i, (z, shape) in enumerate(zip(got["zeros"], [(3,), (2, 2), (1,)], strict=True)):
@@ -52,9 +59,13 @@ def test_zero_grad(submission):
                      what=f"parameter #{i} grad after opt.zero_grad(set_to_none=False)")
     assert_equal(got["same_objects"], [True, True, True],
                  what="zero_grad(set_to_none=False) keeps each grad tensor (zeroes it in place)")
-    for i, p in enumerate(got["params_unchanged"]):
-        assert_close(p, np.ones_like(p), what=f"parameter #{i} value (zero_grad must not "
-                                              "touch parameters)")
+    assert_equal(got["grad_versions"], [1, 1, 1],
+                 what="change of each grad's _version over zero_grad(set_to_none=False) "
+                      "(PyTorch's zero_() is a write it counts)")
+    for i, (p, shape) in enumerate(zip(got["params_unchanged"], [(3,), (2, 2), (1,)],
+                                       strict=True)):
+        assert_close(p, np.ones(shape, np.float32), what=f"parameter #{i} value (zero_grad "
+                     "must not touch parameters)")
 
 
 @task("5.2")
@@ -68,6 +79,8 @@ def test_state_dict_matches_torch(submission, case, extra):
     extra_group = {"params": [np.zeros(2, np.float32)], "options": {"lr": 0.3}} if extra else None
     got = submission.call("optim.toy_state_dict", groups, grads, extra_group)
     expected = oracle.toy_state_dict(groups, grads, extra_group)
+    conform(got, {"state_keys": ListOf(None), "state": Kind(dict),
+                  "param_groups": ListOf(Kind(dict))}, what="optim.toy_state_dict")
     what = f"state_dict() of {TOY}, after {len(grads)} steps" + \
         (" and add_param_group({'params': [p], 'lr': 0.3})" if extra else "")
     assert_equal(sorted(got["state_keys"]), sorted(expected["state_keys"]),
@@ -94,6 +107,11 @@ def test_load_state_dict_resumes_training(submission, case, float64):
         after = [[None if g is None else g.astype(np.float64) for g in step] for step in after]
     got = submission.call("optim.toy_resume", groups, before, after, float64)
     expected = oracle.toy_resume(groups, before, after, float64)
+    n = sum(len(g["params"]) for g in groups)
+    conform(got, {"loaded": {"hyper": ListOf(None), "params_are_own": [Kind(bool)] * len(groups),
+                             "state": [Kind(dict)] * n, "state_dtypes": [Kind(dict)] * n},
+                  "steps": steps_template({"groups": groups, "grads": after})},
+            what="optim.toy_resume")
     what = (f"{TOY}: after {len(before)} steps, state_dict() loaded into a new Toy(lr=0.7, "
             f"decay=0.9) over {'float64 ' if float64 else ''}copies of the parameters")
     loaded, exp_loaded = got["loaded"], expected["loaded"]
@@ -117,6 +135,7 @@ def test_load_state_dict_errors(submission):
     """A state_dict with another number of groups, or groups of other sizes, is refused
     with PyTorch's ValueErrors."""
     got = submission.call("optim.load_state_dict_errors")
+    conform(got, {"groups": RAISED, "sizes": RAISED}, what="optim.load_state_dict_errors")
     assert_raises_like(got["groups"], "ValueError",
                        what="loading a 2-group state_dict into a 1-group optimizer",
                        contains=("loaded state dict has a different number of parameter groups",))

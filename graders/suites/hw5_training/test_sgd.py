@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from graders.checks.optim import assert_run_matches
+from graders.checks.optim import assert_run_matches, assert_state_dtypes, steps_template
+from graders.checks.structure import conform
 from graders.oracle import optim as oracle
 from graders.strategies.optim import fixed_run, runs
 from graders.suites._support import examples, task
@@ -24,6 +25,7 @@ CASES = {
 def _check(submission, run):
     got = submission.call("optim.steps", run["kind"], run["options"], run["groups"], run["grads"])
     expected = oracle.steps(run["kind"], run["options"], run["groups"], run["grads"])
+    conform(got, steps_template(run), what="optim.steps")
     assert_run_matches(got, expected, run)
 
 
@@ -40,3 +42,21 @@ def test_sgd_feature(submission, name):
 def test_sgd_matches_torch(submission, run):
     """Random hyperparameters, param groups and gradient sequences (some grads None)."""
     _check(submission, run)
+
+
+STATE_CASES = {"momentum": {"lr": 0.1, "momentum": 0.9},
+               "nesterov and weight decay": {"lr": 0.1, "momentum": 0.9, "nesterov": True,
+                                             "weight_decay": 0.1}}
+DTYPES = ["float32", "float64", "float16", "bfloat16"]
+
+
+@task("5.3")
+def test_state_follows_parameter_dtype(submission):
+    """The momentum buffer has the parameter's dtype (float32 for float32, float64 for
+    float64, float16 and bfloat16 for those), and the parameter keeps its dtype."""
+    for name, options in STATE_CASES.items():
+        for dtype in DTYPES:
+            got = submission.call("optim.state_dtypes", "SGD", options, dtype)
+            assert_state_dtypes(got, oracle.state_dtypes("SGD", options, dtype),
+                                case=f"{name}: SGD([p], {options}) with p and its grads in "
+                                     f"{dtype}, two steps")

@@ -59,7 +59,10 @@ class SGD(Optimizer):
                     state = self.state[param]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = state["momentum_buffer"] = Tensor(np.array(grad, copy=True))
+                        # in the parameter's dtype (bfloat16 times a Python float is
+                        # float32 in NumPy; torch keeps bfloat16)
+                        buf = state["momentum_buffer"] = Tensor(
+                            np.array(grad, dtype=param.data.dtype, copy=True))
                     else:
                         buf.data *= momentum
                         buf.data += (1 - dampening) * grad

@@ -76,8 +76,9 @@ class CheckpointFunction(Function):
     def backward(ctx: BackwardNode, *grads: np.ndarray) -> tuple[np.ndarray | None, ...]:
         # BEGIN SOLUTION 3.4
         # HINT: rebuild the arguments from detached copies of the saved inputs (each
-        # HINT: requiring grad like the original), recompute with grad enabled (same random
-        # HINT: numbers, then put the generator back), backpropagate the incoming gradients
+        # HINT: requiring grad like the original), recompute with grad enabled (with
+        # HINT: preserve_rng_state: the same random numbers, then put the generator back as
+        # HINT: it was before the recomputation), backpropagate the incoming gradients
         # HINT: from the recomputed outputs, and return the detached inputs' .grad.
         args = list(ctx.others)
         for i, saved in zip(ctx.tensor_at, ctx.saved_tensors):
@@ -90,7 +91,8 @@ class CheckpointFunction(Function):
             with grad_mode.enable_grad():
                 outputs = ctx.function(*args)
         finally:
-            generator.bit_generator.state = state_now
+            if ctx.rng_state is not None:  # without preserve_rng_state, draws move it on
+                generator.bit_generator.state = state_now
         outputs = (outputs,) if ctx.single else outputs
         pairs = [(out, g) for out, g in zip(outputs, grads) if out.requires_grad]
         if pairs:

@@ -62,7 +62,8 @@ class CheckpointFunction(Function):
     @staticmethod
     def backward(ctx: BackwardNode, *grads: np.ndarray) -> tuple[np.ndarray | None, ...]:
         # HINT: rebuild the arguments from detached copies of the saved inputs (each
-        # HINT: requiring grad like the original), recompute with grad enabled (same random
-        # HINT: numbers, then put the generator back), backpropagate the incoming gradients
+        # HINT: requiring grad like the original), recompute with grad enabled (with
+        # HINT: preserve_rng_state: the same random numbers, then put the generator back as
+        # HINT: it was before the recomputation), backpropagate the incoming gradients
         # HINT: from the recomputed outputs, and return the detached inputs' .grad.
         raise NotImplementedError("task 3.4: Activation checkpointing")
