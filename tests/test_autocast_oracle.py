@@ -215,6 +215,17 @@ def test_cache_facts_hold_in_torch():
             y = x @ w2
     found["no_grad_then_grad_hits"] = quiet.casts == 1 and loud.casts == 0
     found["no_grad_cast_recorded"] = _cast_node(y).next_functions[0][0].variable is w2
+    base = torch.rand(3, 3)
+    wb = (base * 2).requires_grad_()
+    wc = (base * 3).requires_grad_()
+    with autocast():
+        x @ w
+        yb, yc, yb_again = x @ wb, x @ wc, x @ wb
+        cb, cc = _cast_node(yb), _cast_node(yc)
+    # each product is x times its own weight's float16 cast
+    found["weights_keep_their_casts"] = [
+        _cast_node(yb_again) is cb, cc is not cb,
+        torch.equal(yb, x @ (base * 2).half()), torch.equal(yc, x @ (base * 3).half())]
     assert found == oracle.CACHE
 
 

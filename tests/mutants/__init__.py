@@ -40,7 +40,11 @@ class Mutant:
         count = text.count(self.find)
         if count != 1:
             raise ValueError(f"mutant {self.id}: snippet found {count} times in {self.file}")
-        path.write_text(text.replace(self.find, self.replace))
+        mutated = text.replace(self.find, self.replace)
+        if path.suffix == ".py":
+            # a mutant stands for a wrong idea, not a syntax error: it must compile
+            compile(mutated, str(path), "exec")
+        path.write_text(mutated)
 
 
 def _collect(name: str) -> list[Mutant]:

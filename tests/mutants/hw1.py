@@ -94,8 +94,8 @@ MUTANTS = [
         id="roots-one-at-a-time",
         task="1.2",
         file="autograd/engine.py",
-        find="    run_backward(roots, retain_graph)\n",
-        replace="    for root in roots:\n        run_backward([root], retain_graph)\n",
+        find="        run_backward(roots, retain_graph)\n",
+        replace="        for root in roots:\n            run_backward([root], retain_graph)\n",
         why="several roots run one backward pass each: a root that is an ancestor of another "
             "finds its graph freed",
     ),
