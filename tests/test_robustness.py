@@ -4,22 +4,23 @@ keep their points, and nothing runs past its deadline."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
 import jsonschema
 
 from .conftest import ROOT, grade, statuses, task_scores
-from .mutants import Mutant
+from .mutants import REFERENCE
 
 SCHEMA = json.loads((ROOT / "graders" / "schema" / "score.schema.json").read_text())
 
 
 def broken(path: Path, *edits: tuple[str, str, str]) -> Path:
-    """The reference with (file, find, replace) edits applied, in ``path``."""
-    first, *rest = edits
-    Mutant("broken", "1.1", first[0], first[1], first[2], "").apply(path)
-    for file, find, replace in rest:
+    """The reference with (file, find, replace) edits applied, in ``path``. Unlike a
+    mutant, the result need not compile: a syntax error is one of the breakages."""
+    shutil.copytree(REFERENCE, path / "tinytrain", ignore=shutil.ignore_patterns("__pycache__"))
+    for file, find, replace in edits:
         target = path / "tinytrain" / file
         text = target.read_text()
         assert text.count(find) == 1, (file, find)

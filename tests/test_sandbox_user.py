@@ -28,7 +28,9 @@ from .conftest import REFERENCE, ROOT, TEMPLATE
 from .hostile import hostile_submission, lines_with, reports, with_init
 from .test_sandbox import BLOCKED_PIPE, BUGS, HUGE_FRAME
 
-TEST_USER = "tinytrain-tuser"
+# A test user per xdist worker: a test's daemon kills every process of its user and
+# RLIMIT_NPROC counts them all, so tests on two workers must not share one.
+TEST_USER = f"tinytrain-tu{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 FILE_MB = 256
 NPROC = 256
 

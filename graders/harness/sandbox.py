@@ -222,6 +222,9 @@ def _kill_all_as(uid: int) -> None:
     if pid == 0:  # only system calls here: this is a fork of a process with threads
         code = 1
         try:
+            # out of the grader's process group first: as the worker user, a process in it
+            # would let the worker's killpg() of that group succeed
+            os.setsid()
             os.setgroups([])
             os.setresuid(uid, uid, uid)
             with contextlib.suppress(ProcessLookupError):
@@ -669,7 +672,8 @@ def readable_by(user: WorkerUser, env: WorkerEnv, paths: list[Path]) -> list[tup
     code = ("import os, json; print(json.dumps([[os.access(p, os.R_OK), os.access(p, os.W_OK)] "
             "for p in sys.argv[1:]]))")
     done = subprocess.run(env.command(code, *map(str, paths)), user=user.uid, group=user.gid,
-                          extra_groups=[], env={"PATH": "/usr/bin:/bin", **env.variables},
+                          extra_groups=[], start_new_session=True,
+                          env={"PATH": "/usr/bin:/bin", **env.variables},
                           capture_output=True, text=True, timeout=120, cwd="/")
     if done.returncode != 0:
         raise SandboxError(f"the worker user {user.name!r} cannot run the worker environment "
