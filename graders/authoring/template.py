@@ -191,7 +191,10 @@ def render_readme(reference: Path, rubric: rubric_module.Rubric, pyproject: Path
             raise TemplateError(f"{source.name}: unknown placeholder {match[0]}")
         return values[match[1]]
 
-    return _PLACEHOLDER.sub(fill, source.read_text())
+    text = source.read_text()
+    if text.startswith("<!--"):  # the source's note to its editors
+        text = text[text.index("-->") + 3:].lstrip("\n")
+    return _PLACEHOLDER.sub(fill, text)
 
 
 def main(argv: list[str] | None = None) -> int:
