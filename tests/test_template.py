@@ -181,3 +181,19 @@ def test_names_the_framework_needs_from_a_stub_are_named_in_its_hints():
             checked.add(name)
     # the cases the check exists for (issue 11) are found, so it is not vacuous
     assert {"wide", "raw", "rounded", "single", "masters", "partial", "y"} <= checked
+
+
+def test_the_generator_writes_the_guide_beside_the_package(tmp_path):
+    out = tmp_path / "student_template" / "tinytrain"
+    assert template.main(["--out", str(out)]) == 0
+    assert (out.parent / "README.md").read_text() == GUIDE.read_text()
+    assert (out.parent / ".gitignore").read_text() == template.GITIGNORE
+    assert (out.parent / "examples" / "train_gpt.py").is_file()
+
+
+def test_an_unknown_placeholder_in_the_guide_is_refused(tmp_path):
+    source = tmp_path / "guide.md"
+    source.write_text("torch {{ torch }}, and {{ nonsense }}\n")
+    with pytest.raises(template.TemplateError, match="unknown placeholder"):
+        template.render_readme(REFERENCE / "tinytrain", rubric.load(), ROOT / "pyproject.toml",
+                               source)

@@ -9,11 +9,12 @@ block's indentation. Markers must pair up, not nest, name a rubric task, and sit
 same indentation.
 
 It also writes ``student_template/README.md``, the students' guide, from
-``student_readme.md`` beside this file: ``{{ tasks }}`` becomes the task list (the rubric's
-tasks and points, and the files each task edits, found from the solution markers) and
-``{{ torch }}`` / ``{{ triton }}`` the versions pinned in ``pyproject.toml``, and
-``{{ call_timeout_s }}`` / ``{{ test_budget_s }}`` the rubric's limits. Beside it goes a
-``.gitignore`` for what grading and Python leave in a student's repository.
+``student_readme.md`` beside this file, with its placeholders filled in: ``{{ tasks }}``
+the task list (the rubric's tasks and points, and the files each task edits, found from
+the solution markers); ``{{ torch }}``, ``{{ triton }}`` and ``{{ mpi }}`` the pins of
+``pyproject.toml``; ``{{ call_timeout_s }}`` and ``{{ test_budget_s }}`` the rubric's
+limits. Beside it goes a ``.gitignore`` for what grading and Python leave in a student's
+repository.
 """
 
 from __future__ import annotations
@@ -178,11 +179,20 @@ def pinned(requirement: str, pyproject: Path) -> str:
     raise TemplateError(f"{pyproject}: no {requirement}==VERSION among the dependencies")
 
 
+def extra(name: str, pyproject: Path) -> str:
+    """The requirements of ``pyproject``'s optional dependency group ``name``, as pip
+    arguments."""
+    group = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"].get(name)
+    if not group:
+        raise TemplateError(f"{pyproject}: no optional dependencies {name!r}")
+    return " ".join(group)
+
+
 def render_readme(reference: Path, rubric: rubric_module.Rubric, pyproject: Path,
                   source: Path = README_SOURCE) -> str:
     """The students' guide: ``source`` with its placeholders filled in."""
     values = {"tasks": task_table(reference, rubric), "torch": pinned("torch", pyproject),
-              "triton": pinned("triton", pyproject),
+              "triton": pinned("triton", pyproject), "mpi": extra("mpi", pyproject),
               "call_timeout_s": f"{rubric.limits.call_timeout_s:g}",
               "test_budget_s": f"{rubric.limits.test_budget_s:g}"}
 
