@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
-    progress = Progress.for_terminal(sys.stdout, {t.id: t.title for t in tasks})
+    progress = Progress.for_terminal(sys.stdout)
     start = time.perf_counter()
     try:
         if not args.no_sandbox:

@@ -37,7 +37,7 @@ def _fmt(x: Any) -> str:
 def _footer(case: str | None, reproducer: str | None) -> str:
     parts = []
     if case:
-        parts.append(f"  case: {case}")
+        parts.append("  case: " + "\n".join(case.strip("\n").splitlines()).replace("\n", "\n    "))
     if reproducer:
         body = "\n".join("    " + line for line in reproducer.strip().splitlines())
         parts.append("  reproduce:\n" + body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+import threading
 import time
 from collections.abc import Callable
 from typing import IO
@@ -18,7 +19,7 @@ WIDTH = 100
 MESSAGE_LINES = 40  # of one test's message
 OUTPUT_LINES = 10  # of what one test printed (OUTPUT_LINES_VERBOSE with --verbose)
 OUTPUT_LINES_VERBOSE = 40
-FRAMES = 4  # innermost traceback frames shown; score.json has them all
+FRAMES = 3  # innermost traceback frames shown (and the outermost); score.json has them all
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
@@ -84,8 +85,8 @@ def _problem(task: str, r: TestResult, verbose: bool, seen: dict[str, str]) -> l
 
 
 def _innermost_frames(lines: list[str], keep: int = FRAMES) -> list[str]:
-    """``lines`` with each traceback in them cut to its ``keep`` innermost frames (the
-    frame where the submission raised is the one to read)."""
+    """``lines`` with each traceback in them cut to its outermost frame and its ``keep``
+    innermost ones (the frame where the submission raised is the one to read)."""
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -99,14 +100,17 @@ def _innermost_frames(lines: list[str], keep: int = FRAMES) -> list[str]:
             frame = [lines[i]]
             i += 1
             while (i < len(lines) and not _FRAME.match(lines[i])
-                   and len(lines[i]) - len(lines[i].lstrip()) > indent):
+                   and (len(lines[i]) - len(lines[i].lstrip()) > indent
+                        or lines[i].lstrip().startswith("[Previous line repeated"))):
                 frame.append(lines[i])
                 i += 1
             frames.append(frame)
-        if len(frames) > keep:
-            out.append(" " * indent + f"[... {len(frames) - keep} outer frames; score.json "
-                       "has them]")
-            frames = frames[-keep:]
+        hang = bool(out) and "innermost first" in out[-1]  # faulthandler's order, 8 at most
+        if len(frames) > keep + 1 and not hang:
+            # where the submission was entered, then the innermost frames
+            left = len(frames) - keep - 1
+            note = " " * indent + f"[... {left} more frame{'s' * (left > 1)} in score.json]"
+            frames = [frames[0], [note], *frames[-keep:]]
         out.extend(line for frame in frames for line in frame)
     return out
 
@@ -130,52 +134,80 @@ def _todo_line(task: str, todo: list[TestResult], total: int) -> str:
 
 
 class Progress:
-    """One line, rewritten in place, saying which task is being graded and how many of
-    its tests are done. Only for a terminal: ``for_terminal`` gives None elsewhere (a
-    log, CI output), so nothing is written there."""
+    """One line, rewritten in place: the task being graded, how many of its tests are
+    done, the test running and the time so far (refreshed every ``tick`` seconds, so a
+    long test still shows the grader at work). Only for a terminal: ``for_terminal``
+    gives None elsewhere (a log, CI output), so nothing is written there."""
 
-    def __init__(self, fd: int, titles: dict[str, str], clock: Callable[[], float] =
-                 time.monotonic) -> None:
+    def __init__(self, fd: int, tick: float | None = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.fd = fd
-        self.titles = titles
         self.clock = clock
         self.started = clock()
+        self._state = "starting: loading the grader's tests"
+        self._test = ""
         self._shown = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._draw()
+        if tick is not None:
+            threading.Thread(target=self._refresh, args=(tick,), daemon=True).start()
 
     @classmethod
-    def for_terminal(cls, stream: IO[str], titles: dict[str, str]) -> Progress | None:
+    def for_terminal(cls, stream: IO[str]) -> Progress | None:
         """A progress line on ``stream`` if it is a terminal, else None. It writes to a
         duplicate of the stream's file descriptor, made now: pytest captures fd 1 while a
         test runs."""
         try:
             fd = stream.fileno()
-            return cls(os.dup(fd), titles) if os.isatty(fd) else None
+            return cls(os.dup(fd)) if os.isatty(fd) else None
         except (OSError, ValueError, AttributeError):  # no file descriptor: not a terminal
             return None
 
-    def update(self, task: str, done: int, total: int, task_number: int,
-               tasks: int) -> None:
-        """Task ``task`` (the ``task_number``-th of ``tasks``) has ``done`` of ``total``
-        tests done."""
-        elapsed = self.clock() - self.started
-        title = self.titles.get(task, "")
-        text = (f"grading {task} {title} (task {task_number} of {tasks}): {done}/{total} "
-                f"tests done, {elapsed:.0f} s")
-        self._write("\r" + text[:WIDTH] + "\x1b[K")
-        self._shown = True
+    def update(self, task: str, done: int, total: int, task_number: int, tasks: int,
+               test: str = "") -> None:
+        """Task ``task`` (the ``task_number``-th of ``tasks``) has ``done`` of its
+        ``total`` tests done; ``test`` is running."""
+        self._state = (f"grading task {task} ({task_number} of {tasks}): {done}/{total} "
+                       "tests done")
+        self._test = test
+        self._draw()
 
     def close(self) -> None:
         """Remove the line (before the table is printed) and close the descriptor."""
-        if self._shown:
-            self._write("\r\x1b[K")
-            self._shown = False
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        self._stop.set()
+        locked = self._lock.acquire(timeout=1.0)
+        try:
+            if self._shown:
+                self._write("\r\x1b[K")
+                self._shown = False
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
+        finally:
+            if locked:
+                self._lock.release()
+
+    def _refresh(self, tick: float) -> None:
+        while not self._stop.wait(tick):
+            self._draw()
+
+    def _draw(self) -> None:
+        with self._lock:
+            if self._stop.is_set() or self.fd < 0:
+                return
+            try:
+                columns = os.get_terminal_size(self.fd).columns or 80  # 0: size unknown
+            except OSError:
+                columns = 80
+            text = f"{self._state}, {self.clock() - self.started:.0f} s"
+            if self._test:
+                text += f": {self._test}"
+            # one row only: a line that wraps cannot be rewritten in place
+            self._write("\r" + text[:max(columns - 1, 10)] + "\x1b[K")
+            self._shown = True
 
     def _write(self, text: str) -> None:
-        if self.fd < 0:
-            return
         try:
             os.write(self.fd, text.encode())
         except OSError:  # a terminal gone away costs the grading nothing

@@ -21,9 +21,11 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, ProbeOutcome):
-        message = exc.message
+        # the traceback's innermost frames (where the submission raised) are what the
+        # student needs: the message is cut from its end, the traceback from its start
+        message = _truncate(exc.message, MAX_MESSAGE // 3)
         if exc.detail:
-            message += "\n" + exc.detail
+            message += "\n" + _innermost(exc.detail, MAX_MESSAGE // 3)
         example = exc.example or _falsifying_example(exc)
         if example:
             message += "\n" + example
@@ -39,15 +41,31 @@ def _falsifying_example(exc: BaseException) -> str:
     """Hypothesis' notes naming the example that raised (its arguments, and what
     ``st.data()`` drew), if any."""
     notes = getattr(exc, "__notes__", None) or []
-    kept = [n for n in notes if n.startswith(("Falsifying example", "Failing test case",
-                                              "Draw "))]
-    return "\n".join(kept)
+    kept = [n for n in notes if n.startswith(("Falsifying", "Failing", "Draw "))]
+    # the probe client is every test's first argument: naming it says nothing
+    return "\n".join(kept).replace("\n    submission=submission,", "")
 
 
 def description(doc: str | None) -> str:
     """A test's description: the first paragraph of its docstring, on one line."""
     paragraph = (doc or "").strip().split("\n\n", 1)[0]
     return " ".join(paragraph.split())
+
+
+def _innermost(traceback: str, limit: int) -> str:
+    """The last lines of ``traceback`` that fit in ``limit`` characters."""
+    if len(traceback) <= limit:
+        return traceback
+    lines = traceback.splitlines()
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        size += len(line) + 1
+        if size > limit and kept:
+            break
+        kept.append(line)
+    left = len(lines) - len(kept)
+    return "\n".join([f"  [... {left} lines of outer frames left out ...]", *reversed(kept)])
 
 
 def _truncate(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -145,7 +163,8 @@ class GradingPlugin:
         done = self._done[task] = self._done.get(task, 0) + finished
         order = list(self._planned)
         number = order.index(task) + 1 if task in order else 0
-        self.progress.update(task, done, self._planned.get(task, 0), number, len(order))
+        self.progress.update(task, done, self._planned.get(task, 0), number, len(order),
+                             test="" if finished else item.name)
 
     def _record(self, item: pytest.Item, status: str, message: str, duration: float,
                 output: str) -> None:
