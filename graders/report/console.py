@@ -54,7 +54,8 @@ def render(score: Score, verbose: bool = False) -> str:
         lines.append("")
         lines.extend(body)
         if hidden:
-            lines.append(f"({hidden} more failing tests; see score.json or run with --verbose)")
+            lines.append(f"({hidden} more failing test{'s' * (hidden > 1)}; see score.json or "
+                         "run with --verbose)")
     return "\n".join(lines)
 
 
