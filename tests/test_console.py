@@ -97,6 +97,11 @@ def test_an_error_shows_the_innermost_frame_the_example_and_what_was_printed():
     assert "(1 more failing test; see score.json or run with --verbose)" in lines
     verbose = render(score, verbose=True).splitlines()
     assert "      line 29" in verbose and "[FAIL] 2.2 test_backward[exp]" in verbose
+    # what a passing test printed: with --verbose only
+    score.tasks[0].tests.append(TestResult("test_view[exp]", "2.2", "passed", output="hello"))
+    assert "hello" not in render(score)
+    verbose = render(score, verbose=True).splitlines()
+    assert verbose[-3:] == ["[ok] 2.2 test_view[exp]", "    your code printed:", "      hello"]
 
 
 def test_a_message_seen_already_is_not_repeated():

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..harness.errors import NotImplementedInSubmission, ProbeOutcome
+from ..harness.errors import NotImplementedInSubmission, ProbeOutcome, SubmissionImportError
 
 # torch.testing.assert_close defaults (rtol, atol) per dtype
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -49,12 +49,13 @@ def running_example(case: str | Callable[[], str] | None,
                     reproducer: str | Callable[[], str] | None = None) -> Iterator[None]:
     """Probe calls made inside carry this example: when the submission raises (or hangs,
     or crashes) the result shows the case and reproducer, as a wrong value's does. Either
-    may be a function, called only then. An unfinished stub (NotImplementedError) needs
-    no example."""
+    may be a function, called only then. An unfinished stub (NotImplementedError) and a
+    submission that does not import need no example."""
     try:
         yield
     except ProbeOutcome as exc:
-        if not isinstance(exc, NotImplementedInSubmission) and not exc.example:
+        if (not isinstance(exc, (NotImplementedInSubmission, SubmissionImportError))
+                and not exc.example):
             case, reproducer = (x() if callable(x) else x for x in (case, reproducer))
             exc.example = _footer(case, reproducer).lstrip("\n")
         raise

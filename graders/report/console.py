@@ -46,6 +46,11 @@ def render(score: Score, verbose: bool = False) -> str:
         hidden += len(problems) - len(shown)
         for r in shown:
             body.extend(_problem(t.task.id, r, verbose, shown_messages))
+        if verbose:  # what passing tests printed too
+            for r in t.tests:
+                if r.status == "passed" and r.output:
+                    body.append(f"[ok] {t.task.id} {r.name}")
+                    body.extend(_printed(r.output, OUTPUT_LINES_VERBOSE))
         if todo and verbose:
             body.extend(f"[todo] {t.task.id} {r.name}: {_stub(r.message)}" for r in todo)
         elif todo:
@@ -76,12 +81,16 @@ def _problem(task: str, r: TestResult, verbose: bool, seen: dict[str, str]) -> l
             message = [*message[:MESSAGE_LINES], f"[... {left} more lines in score.json]"]
         lines.extend("    " + line for line in message)
     if r.output:
-        limit = OUTPUT_LINES_VERBOSE if verbose else OUTPUT_LINES
-        printed = r.output.splitlines()
-        lines.append("    your code printed:")
-        lines.extend("      " + line for line in printed[:limit])
-        if len(printed) > limit:
-            lines.append(f"      [... {len(printed) - limit} more lines in score.json]")
+        lines.extend(_printed(r.output, OUTPUT_LINES_VERBOSE if verbose else OUTPUT_LINES))
+    return lines
+
+
+def _printed(output: str, limit: int) -> list[str]:
+    """What a test's submission code printed, its first ``limit`` lines."""
+    printed = output.splitlines()
+    lines = ["    your code printed:", *("      " + line for line in printed[:limit])]
+    if len(printed) > limit:
+        lines.append(f"      [... {len(printed) - limit} more lines in score.json]")
     return lines
 
 
