@@ -32,7 +32,8 @@ _PR_SET_DUMPABLE = 4
 
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors still leave score files (in ``--out``, or the
-    current folder), as every other exit does."""
+    current folder), as every other exit does, once a submission or ``--out`` is given
+    (a bare ``tinytrain-grade`` leaves nothing behind)."""
 
     def __init__(self, argv: list[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -42,10 +43,18 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         line = f"{self.prog}: error: {message}"
         print(line, file=sys.stderr)
-        out = argparse.ArgumentParser(add_help=False)
+        out = argparse.ArgumentParser(add_help=False, exit_on_error=False)
         out.add_argument("--out", default=".")
+        for option in ("--tasks", "--seed", "--seed-file", "--profile", "--budget"):
+            out.add_argument(option)  # as plain strings: their values are not a folder
         out.add_argument("submission", nargs="?", default="")
-        known, _ = out.parse_known_args(self._argv)
+        try:
+            known, _ = out.parse_known_args(self._argv)
+        except (argparse.ArgumentError, SystemExit):  # --out without a folder
+            self.exit(EXIT_USAGE)
+        if not known.submission and not any(a == "--out" or a.startswith("--out=")
+                                            for a in self._argv):
+            self.exit(EXIT_USAGE)
         try:
             _write(Path(os.path.realpath(known.out)),
                    error_score(known.submission or "", rubric_module.load().tasks, message,

@@ -311,6 +311,13 @@ def test_argument_errors_leave_score_files(tmp_path):
     assert score["status"] == "error" and "invalid choice" in score["error"]
     for name in ("results.json", "classroom.json"):
         json.loads((tmp_path / "out" / name).read_text())
+    # a bare command (no submission, no --out) leaves nothing in the current folder
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "graders.cli"], cwd=bare, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2 and "required: submission" in proc.stderr
+    assert not list(bare.iterdir())
 
 
 def test_help_says_where_the_files_go_by_default():
@@ -320,3 +327,39 @@ def test_help_says_where_the_files_go_by_default():
     assert proc.returncode == 0
     assert "default: the current folder" in " ".join(proc.stdout.split())
     assert Path(ROOT / "README.md").read_text().count("current folder") >= 1
+
+
+class _Answers:
+    """A stand-in probe client that answers every call with ``value``."""
+
+    def __init__(self, value: dict) -> None:
+        self.value = value
+
+    def call(self, probe: str, *args: object, **kwargs: object) -> dict:
+        return self.value
+
+
+def test_grad_mode_messages_name_what_failed():
+    """A wrong value says which decorator, which nested region: never a bare key."""
+    from graders.suites.hw1_autograd import test_grad_modes as suite
+
+    right = {key: value for key, (value, _) in suite.DECORATOR_CHECKS.items()}
+    with pytest.raises(AssertionError) as info:
+        suite.test_decorators(_Answers({**right, "after_no_grad": False}))
+    assert str(info.value).startswith(
+        "tt.is_grad_enabled() after calling a function decorated with @tt.no_grad() (the "
+        "decorator must restore the mode): got False, expected True")
+    raised = {"type": "RuntimeError", "message": "Inference tensors cannot be saved for "
+              "backward; inference tensor outside InferenceMode is not allowed"}
+    inference = {"enabled_inside": True, "grad_inside": False, "recorded_inside": False,
+                 "is_inference": True, "output_is_inference": True,
+                 "nested_false": [True, False], "nested_false_tensor_is_inference": False,
+                 "enabled_after": False, "normal_is_inference": False,
+                 "save_outside": raised, "add_outside": {"type": None, "message": ""},
+                 "requires_grad_outside": raised}
+    with pytest.raises(AssertionError) as info:
+        suite.test_inference_mode_and_inference_tensors(_Answers(inference))
+    assert str(info.value).startswith(
+        "[tt.is_inference_mode_enabled(), tt.is_grad_enabled()] inside `with "
+        "tt.inference_mode(False)` nested in `with tt.inference_mode()`: got [True, False], "
+        "expected [False, True]")
