@@ -23,9 +23,9 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
     if isinstance(exc, ProbeOutcome):
         # the traceback's innermost frames (where the submission raised) are what the
         # student needs: the message is cut from its end, the traceback from its start
-        message = _truncate(exc.message, MAX_MESSAGE // 3)
+        message = _truncate(exc.message, MAX_MESSAGE // 2)
         if exc.detail:
-            message += "\n" + _innermost(exc.detail, MAX_MESSAGE // 3)
+            message += "\n" + _innermost(exc.detail, MAX_MESSAGE * 2 // 5)
         example = exc.example or _falsifying_example(exc)
         if example:
             message += "\n" + example
