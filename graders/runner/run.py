@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,12 +44,14 @@ def run_suites(
     shrink: bool = True,
     deadline: float = float("inf"),
     budget_s: float | None = None,
+    progress: Any = None,
 ) -> list[TestResult]:
     """Run every grader test of ``tasks`` against ``submission``; one result per test.
     ``sandbox`` is True (a sandbox made here), a ``Sandbox`` set up by the caller, or
     False (in-process). ``shrink=False`` skips Hypothesis's shrinking (a failure reports
     the first failing example found, not a minimal one). Tests not begun by ``deadline``
-    (``time.monotonic()``) are recorded as timeouts without running."""
+    (``time.monotonic()``) are recorded as timeouts without running. ``progress`` (a
+    ``report.console.Progress``) is told of each test begun and done."""
     limits = rubric.limits
     own_sandbox = None
     if sandbox is True:
@@ -69,6 +72,7 @@ def run_suites(
         test_budget=limits.test_budget_s,
         deadline=deadline,
         budget_s=budget_s,
+        progress=progress,
     )
     try:
         with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
