@@ -10,7 +10,10 @@ pasted and renamed, two written without it); and the paste fitted into the templ
 three functions (``_count_dependencies``, ``_add_to_buffer``, ``run_backward``). Each is
 compared, as a submission's solution regions, with every grader source: as the check
 does (without the code the grader's modules share with the reference) and in full.
-Prints, per subject, the grader module it shares the most with and how many tokens.
+Prints, per subject, the grader module it shares the most with and how many tokens; then
+what the reference shares with every module of the installed grader package in full (why
+the check's sources are graders/probes and graders/oracle: the modules that share more
+than a k-gram or two with it).
 """
 
 from __future__ import annotations
@@ -123,6 +126,10 @@ def main() -> int:
         seconds = time.monotonic() - start
         full, _ = similarity.compare(documents, TEMPLATE, len(documents), snippets_for=0,
                                      known=sources)
+        package = {f"grader:{q.relative_to(ROOT).as_posix()}": q
+                   for q in sorted((ROOT / "graders").rglob("*.py"))}
+        every, _ = similarity.compare({"reference": documents["reference"]}, TEMPLATE, 1,
+                                      snippets_for=0, known=package)
     top, top_full = best(checked), best(full)
     print(f"{len(sources)} grader sources, {len(documents)} subjects, "
           f"{info['reference_kgrams']} reference k-grams left out; the check took {seconds:.1f} s")
@@ -132,6 +139,14 @@ def main() -> int:
         print(f"{name:44s} {p.shared_tokens if p else 0:10d}  {q.shared_tokens if q else 0:7d}  "
               f"{p.b.removeprefix('grader:graders/') if p else '-'}"
               f"{'  FLAGGED' if p and p.flagged else ''}")
+    print(f"\nthe reference's regions against all {len(package)} modules of the grader, in full:")
+    parts = tuple(f"grader:graders/{part}/" for part in similarity.GRADER_PARTS)
+    for p in sorted(every, key=lambda p: -p.shared_tokens):
+        if p.shared_tokens > 2 * similarity.NOISE:
+            print(f"  {p.shared_tokens:5d}  {p.b.removeprefix('grader:')}")
+    rest = [p.shared_tokens for p in every if not p.b.startswith(parts)]
+    print(f"  the most with a module outside {', '.join(similarity.GRADER_PARTS)}: "
+          f"{max(rest, default=0)} tokens")
     return 0
 
 

@@ -15,9 +15,9 @@ oracle, which spells out with torch what torch has no function for), and folders
 instructor names (last year's solutions, a solution found online). A grader module is
 compared without the code it shares with the reference solution (the copies were made
 from it: matching them is matching the reference, which honest code may do); an
-instructor's folder is compared in full. Known sources count neither toward a passage
-being common nor against it: copying one published source is what many students may do
-at once.
+instructor's folder is compared in full. Known sources do not count toward a passage
+being common, and against a known source a submission's common code does count: copying
+one published source is what many students may do at once.
 
 copydetect hashes k-grams with Python's ``hash``, which is salted per process; the
 comparison runs in a child process with ``PYTHONHASHSEED=0`` so that a rerun reports the
@@ -45,13 +45,13 @@ MIN_SHARED = 4 * NOISE  # shared tokens below which a pair is listed but not fla
 # paste of one function is a small share of a whole homework). Measured
 # (benchmarks/bench_known_sources.py): the reference, its 34 correct alternatives and two
 # engines written without the probes share 0 with the grader's modules as compared here,
-# and the reference at most 57 (a k-gram or two) with a module that holds no copy of it;
+# and the reference at most 58 (a k-gram or two) with a module that holds no copy of it;
 # the probes' run_backward pasted and renamed shares 269
 KNOWN_MIN = 6 * NOISE
 
 GRADER = Path(__file__).resolve().parents[1]  # the installed ``graders`` package
 # the parts of the grader that compute: every other module draws inputs, calls these
-# and compares (measured: none shares more than 32 tokens with the reference's regions)
+# and compares (measured: none shares more than 33 tokens with the reference's regions)
 GRADER_PARTS = ("probes", "oracle")
 REFERENCE = Path(__file__).resolve().parents[2] / "reference" / "tinytrain"
 
