@@ -15,6 +15,7 @@ from ..rubric import Limits as RubricLimits
 from ..rubric import Rubric, Task
 from .plugin import GradingPlugin
 from .results import TestResult
+from .shrinking import ShrinkPolicy
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 SCRATCH: list[str] = []  # Hypothesis's folders of gradings under way
@@ -46,8 +47,9 @@ def run_suites(
 ) -> list[TestResult]:
     """Run every grader test of ``tasks`` against ``submission``; one result per test.
     ``sandbox`` is True (a sandbox made here), a ``Sandbox`` set up by the caller, or
-    False (in-process). ``shrink=False`` skips Hypothesis's shrinking (a failure reports
-    the first failing example found, not a minimal one). Tests not begun by ``deadline``
+    False (in-process). With ``shrink``, the first failure of each task is shrunk within
+    a budget (``shrinking``); ``shrink=False`` skips Hypothesis's shrinking (every failure
+    reports the first failing example found, not a minimal one). Tests not begun by ``deadline``
     (``time.monotonic()``) are recorded as timeouts without running."""
     limits = rubric.limits
     own_sandbox = None
@@ -69,6 +71,7 @@ def run_suites(
         test_budget=limits.test_budget_s,
         deadline=deadline,
         budget_s=budget_s,
+        shrink_policy=ShrinkPolicy() if shrink else None,
     )
     try:
         with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
