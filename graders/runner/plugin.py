@@ -9,7 +9,7 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 from ..harness.errors import HarnessError, ProbeOutcome
-from . import shrinking
+from . import hypothesis_budget
 from .results import TestResult
 
 MAX_MESSAGE = 6000
@@ -55,14 +55,14 @@ class GradingPlugin:
     def __init__(self, client: Any, task_ids: set[str], known_tasks: set[str],
                  test_budget: float, deadline: float = float("inf"),
                  budget_s: float | None = None,
-                 shrink_policy: shrinking.ShrinkPolicy | None = None) -> None:
+                 hypothesis: hypothesis_budget.HypothesisBudget | None = None) -> None:
         self.client = client
         self.task_ids = task_ids
         self.known_tasks = known_tasks
         self.test_budget = test_budget
         self.deadline = deadline  # time.monotonic() when the whole grading's budget ends
         self.budget_s = budget_s
-        self.shrink_policy = shrink_policy  # None: Hypothesis's own shrinking (or none)
+        self.hypothesis = hypothesis  # None: Hypothesis draws and shrinks on its own
         self.results: list[TestResult] = []
         self.collection_errors: list[str] = []
         self._outcomes: dict[str, tuple[str, str]] = {}
@@ -95,9 +95,9 @@ class GradingPlugin:
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
-        if self.shrink_policy is not None:
+        if self.hypothesis is not None:
             for item in keep:
-                shrinking.watch(getattr(item, "obj", None))
+                hypothesis_budget.watch(getattr(item, "obj", None))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> bool:
@@ -119,21 +119,21 @@ class GradingPlugin:
             return True
         self.client.begin_test(min(self.test_budget, remaining))
         task = item.get_closest_marker("task").args[0]
-        policy = self.shrink_policy
+        policy = self.hypothesis
         if policy is not None:
             policy.begin(task)
-        shrinking.activate(policy)
+        hypothesis_budget.activate(policy)
         start = time.perf_counter()
         try:
             item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
             runtestprotocol(item, nextitem=nextitem, log=True)
             item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         finally:
-            shrinking.activate(None)
+            hypothesis_budget.activate(None)
         duration = time.perf_counter() - start
         output = self.client.end_test()
         status, message = self._outcomes.get(item.nodeid, ("error", "the test did not run"))
-        note = policy.end(task) if policy is not None else ""
+        note = policy.end(task, status) if policy is not None else ""
         if note and status in ("failed", "error"):
             message = f"{message}\n{note}"
         self._record(item, status, message, duration=duration, output=output)

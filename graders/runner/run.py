@@ -13,9 +13,9 @@ from ..harness.sandbox import Limits as SandboxLimits
 from ..harness.sandbox import Sandbox
 from ..rubric import Limits as RubricLimits
 from ..rubric import Rubric, Task
+from .hypothesis_budget import HypothesisBudget
 from .plugin import GradingPlugin
 from .results import TestResult
-from .shrinking import ShrinkPolicy
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 SCRATCH: list[str] = []  # Hypothesis's folders of gradings under way
@@ -48,7 +48,7 @@ def run_suites(
     """Run every grader test of ``tasks`` against ``submission``; one result per test.
     ``sandbox`` is True (a sandbox made here), a ``Sandbox`` set up by the caller, or
     False (in-process). With ``shrink``, the first failure of each task is shrunk within
-    a budget (``shrinking``); ``shrink=False`` skips Hypothesis's shrinking (every failure
+    a budget (``hypothesis_budget``); ``shrink=False`` skips Hypothesis's shrinking (every failure
     reports the first failing example found, not a minimal one). Tests not begun by ``deadline``
     (``time.monotonic()``) are recorded as timeouts without running."""
     limits = rubric.limits
@@ -71,7 +71,7 @@ def run_suites(
         test_budget=limits.test_budget_s,
         deadline=deadline,
         budget_s=budget_s,
-        shrink_policy=ShrinkPolicy() if shrink else None,
+        hypothesis=HypothesisBudget(quick=profile == "quick"),
     )
     try:
         with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:

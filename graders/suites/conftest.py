@@ -26,7 +26,9 @@ _COMMON = dict(
 )
 if os.environ.get("TINYTRAIN_GRADER_SHRINK") == "0":  # tinytrain-grade --no-shrink
     _COMMON["phases"] = [p for p in Phase if p not in (Phase.shrink, Phase.explain)]
-settings.register_profile("quick", max_examples=8, **_COMMON)
+# quick has the default's settings: the grader stops each test after the first third
+# of its examples (graders/runner/hypothesis_budget.py), so it runs the grade's first ones
+settings.register_profile("quick", max_examples=25, **_COMMON)
 settings.register_profile("default", max_examples=25, **_COMMON)
 settings.register_profile("thorough", max_examples=200, **_COMMON)
 settings.load_profile(os.environ.get("TINYTRAIN_GRADER_PROFILE", "default"))

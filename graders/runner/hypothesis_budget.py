@@ -1,4 +1,12 @@
-"""How much Hypothesis shrinks, test by test: the first failure of a task, minimised.
+"""How much Hypothesis draws and shrinks, test by test.
+
+Drawing, under ``--profile quick``: each test runs with the default profile's settings
+and stops after the first third of its examples (``quick_draws``), so quick runs exactly
+the examples a grade starts with, in the same order, besides every explicit example
+(``@example``: those run in every profile). Once a test of a task has failed, the rest
+of that task's tests run all of the grade's examples. So a failure quick reports is one
+the grade reports too, with the same first example; quick may miss failures that only a
+later example of the grade finds, in tasks where nothing failed before.
 
 Shrinking (Hypothesis replaying smaller and smaller variants of a failing example) is
 most of what a failing grading costs, and a broken helper fails dozens of tests at once.
@@ -47,11 +55,17 @@ from ..harness.errors import (
 
 CALLS_PER_EXAMPLE = 20
 SECONDS = 20.0
+QUICK_FRACTION = 1 / 3
 _ORIGINAL_TEST_FUNCTION = ConjectureRunner.test_function
-_ACTIVE: ShrinkPolicy | None = None  # the policy of the grading under way, if any
+_ACTIVE: HypothesisBudget | None = None  # the policy of the grading under way, if any
 # outcomes after which the worker is gone (the client repeats them for the rest of the
 # test): they end the test whenever they happen, as without this module
 _ENDS_THE_TEST = (ProbeTimeout, WorkerCrashed, HarnessError, SubmissionImportError)
+
+
+def quick_draws(max_examples: int) -> int:
+    """How many of a test's ``max_examples`` drawn examples ``--profile quick`` runs."""
+    return max(2, round(max_examples * QUICK_FRACTION))
 
 
 def failure_kind(exc: BaseException) -> str:
@@ -63,18 +77,24 @@ def failure_kind(exc: BaseException) -> str:
     return "error"
 
 
-class ShrinkPolicy:
-    """Shrink budgets for one grading: ``begin``/``end`` around each test."""
+class HypothesisBudget:
+    """Draw and shrink budgets for one grading: ``begin``/``end`` around each test.
+    ``quick``: each test stops after ``quick_draws`` of its examples, until a test of its
+    task has failed (the rest of a failing task runs all of the grade's examples, so the
+    student sees that task's failures)."""
 
-    def __init__(self, calls_per_example: int = CALLS_PER_EXAMPLE,
+    def __init__(self, quick: bool = False, calls_per_example: int = CALLS_PER_EXAMPLE,
                  seconds: float = SECONDS) -> None:
+        self.quick = quick
         self.calls_per_example = calls_per_example
         self.seconds = seconds
         self._shrunk_tasks: set[str] = set()
-        self._reset(shrink=False)
+        self._failed_tasks: set[str] = set()
+        self._reset(shrink=False, cut=False)
 
-    def _reset(self, shrink: bool) -> None:
+    def _reset(self, shrink: bool, cut: bool) -> None:
         self.shrink = shrink  # may this test shrink at all
+        self.cut = cut  # does this test stop after quick's share of its examples
         self.entered = False  # did Hypothesis start shrinking a failure of this test
         self.calls = 0  # runs of the test spent shrinking
         self.stopped: str | None = None  # why shrinking ended early: "budget" or "time"
@@ -84,10 +104,13 @@ class ShrinkPolicy:
 
     # ----- around each test -----------------------------------------------------------
     def begin(self, task: str) -> None:
-        self._reset(shrink=task not in self._shrunk_tasks)
+        self._reset(shrink=task not in self._shrunk_tasks,
+                    cut=self.quick and task not in self._failed_tasks)
 
-    def end(self, task: str) -> str:
-        """A note for the message of a failure of the test that just ran ("" if none)."""
+    def end(self, task: str, status: str) -> str:
+        """Record how the test that just ran ended; a note for its message ("" if none)."""
+        if status != "passed":
+            self._failed_tasks.add(task)
         if not self.entered:
             return ""
         if not self.shrink:
@@ -103,6 +126,17 @@ class ShrinkPolicy:
         return ""
 
     # ----- inside Hypothesis ----------------------------------------------------------
+    def draws(self, runner: ConjectureRunner) -> int:
+        """How many drawn examples this test runs."""
+        n = runner.settings.max_examples
+        return quick_draws(n) if self.cut else n
+
+    def before_generating(self, runner: ConjectureRunner) -> None:
+        """Before each run while Hypothesis generates: quick's last example was run."""
+        if (self.cut and not runner.interesting_test_cases
+                and runner.valid_test_cases >= self.draws(runner)):
+            runner.exit_with(ExitReason.max_examples)
+
     def run_in_shrink_phase(self, runner: ConjectureRunner, data: Any) -> None:
         """One run of the test while Hypothesis shrinks: within the budget, or the end
         of shrinking (the smallest failing example so far is reported)."""
@@ -111,6 +145,7 @@ class ShrinkPolicy:
             self._started = time.monotonic()
         if not self.shrink:
             runner.exit_with(ExitReason.max_shrinks)
+        # the grade's count, also under quick: the same minimal example as a grade's
         if self.calls >= self.calls_per_example * runner.settings.max_examples:
             self.stopped = "budget"
             runner.exit_with(ExitReason.max_shrinks)
@@ -139,9 +174,12 @@ class ShrinkPolicy:
 
 def _test_function(runner: ConjectureRunner, data: Any) -> None:
     policy = _ACTIVE
-    if policy is None or runner._current_phase != "shrink":
-        return _ORIGINAL_TEST_FUNCTION(runner, data)
-    return policy.run_in_shrink_phase(runner, data)
+    if policy is not None:
+        if runner._current_phase == "shrink":
+            return policy.run_in_shrink_phase(runner, data)
+        if runner._current_phase == "generate":
+            policy.before_generating(runner)
+    return _ORIGINAL_TEST_FUNCTION(runner, data)
 
 
 def judged(test: Callable[..., Any]) -> Callable[..., Any]:
@@ -168,7 +206,7 @@ def watch(function: Any) -> None:
         hypothesis.inner_test = judged(inner)
 
 
-def activate(policy: ShrinkPolicy | None) -> None:
+def activate(policy: HypothesisBudget | None) -> None:
     """Make ``policy`` the one the engine consults (None: Hypothesis's own behaviour)."""
     global _ACTIVE
     _ACTIVE = policy
