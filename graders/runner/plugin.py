@@ -74,6 +74,10 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "task(id): the rubric task a grader test belongs to")
+        # messages come from the exceptions themselves: pytest's own report of a failure
+        # only needs to be cheap (its long style reads and parses the source of every
+        # frame, a tenth of a second per failing test)
+        config.option.tbstyle = "native"
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:

@@ -19,6 +19,7 @@ from .results import TestResult
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 SCRATCH: list[str] = []  # Hypothesis's folders of gradings under way
+_NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 
 class GradingError(Exception):
@@ -85,13 +86,21 @@ def run_suites(
                 "--rootdir", str(SUITES_DIR),
                 "-p", "no:cacheprovider",
                 "-p", "no:terminal",
-                "-p", "no:pytest_jsonreport",
+                "-p", "_hypothesis_pytestplugin",
                 f"--hypothesis-seed={seed}",
             ]
+            # no other installed pytest plugin (xdist, pytest-benchmark, ...): importing
+            # them, and rewriting their asserts, cost a second or two of every grading
+            autoload = os.environ.get(_NO_AUTOLOAD)
+            os.environ[_NO_AUTOLOAD] = "1"
             try:
                 code = pytest.main(args, plugins=[plugin])
             finally:
                 client.close()
+                if autoload is None:
+                    os.environ.pop(_NO_AUTOLOAD, None)
+                else:
+                    os.environ[_NO_AUTOLOAD] = autoload
     finally:
         if own_sandbox is not None:
             own_sandbox.close()
