@@ -86,6 +86,7 @@ def run_suites(
                 "--rootdir", str(SUITES_DIR),
                 "-p", "no:cacheprovider",
                 "-p", "no:terminal",
+                "-p", "no:unraisableexception",  # 5 full garbage collections at the end
                 "-p", "_hypothesis_pytestplugin",
                 f"--hypothesis-seed={seed}",
             ]
