@@ -127,3 +127,32 @@ def test_without_an_active_budget_hypothesis_shrinks_as_usual():
         with pytest.raises(AssertionError) as raised:
             _failing_above(100, [])()
         assert str(raised.value) == "100"
+
+
+def _results(score):
+    return {r["name"]: r for t in score["tasks"] for r in t["tests"]}
+
+
+def test_a_failing_task_shrinks_once_and_keeps_every_status(tmp_path):
+    from .conftest import grade_forked
+    from .mutants import all_mutants
+
+    mutant = next(m for m in all_mutants() if m.id == "view-write-no-version-bump")
+    mutant.apply(tmp_path / "sub")
+    default = grade_forked(tmp_path / "sub", tmp_path / "default", "--tasks", mutant.task)
+    unshrunk = grade_forked(tmp_path / "sub", tmp_path / "unshrunk", "--tasks", mutant.task,
+                            "--no-shrink")
+    assert default["_exit"] == 0 and unshrunk["_exit"] == 0, default["_stderr"]
+    ours, theirs = _results(default), _results(unshrunk)
+    assert {n: r["status"] for n, r in ours.items()} == {
+        n: r["status"] for n, r in theirs.items()}, "shrinking changed a status"
+    failing = [n for n, r in ours.items() if r["status"] in ("failed", "error")]
+    marked = [n for n in failing if "not minimised" in ours[n]["message"]]
+    assert not any("not minimised" in r["message"] for r in theirs.values())
+    # one failure was shrunk: its message differs from the first example's; every later
+    # one shows the first example found (the same as --no-shrink's), marked as such
+    shrunk = [n for n in failing
+              if ours[n]["message"].split("\n(the first failing example")[0]
+              != theirs[n]["message"]]
+    assert len(shrunk) == 1 and marked, (shrunk, marked)
+    assert all(failing.index(n) > failing.index(shrunk[0]) for n in marked)
