@@ -99,9 +99,6 @@ class GradingPlugin:
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
-        if self.hypothesis is not None:
-            for item in keep:
-                hypothesis_budget.watch(getattr(item, "obj", None))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> bool:
