@@ -127,6 +127,9 @@ def test_regrade_is_identical_and_the_seed_and_profile_change_the_examples(tmp_p
     assert drawn["a"] == drawn["b"], "a regrade with the same seed must draw the same examples"
     assert drawn["a"] != drawn["c"], "--seed should draw other examples"
     assert drawn["quick"].count("\n") < drawn["a"].count("\n") / 2, "quick draws fewer"
+    # ... and runs the first of the default's examples of each test, in order
+    rest = iter(drawn["a"].splitlines())
+    assert all(line in rest for line in drawn["quick"].splitlines()), "quick draws others"
 
 
 def test_regrade_of_a_failing_submission_is_identical(tmp_path):
