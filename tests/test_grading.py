@@ -52,6 +52,13 @@ def test_template_scores_zero_and_every_test_is_not_implemented(template_score):
     for task in template_score["tasks"]:
         for test in task["tests"]:
             assert "NotImplementedError: task " in test["message"], test
+    # the console: one line per unfinished task, no tracebacks, no progress line (not a
+    # terminal)
+    printed = template_score["_stdout"]
+    todo = [line for line in printed.splitlines() if line.startswith("[todo] ")]
+    assert [line.split(":")[0] for line in todo] == [
+        f"[todo] {task['id']}" for task in template_score["tasks"]]
+    assert 'File "' not in printed and "\r" not in printed and "tests done" not in printed
 
 
 def test_score_files_follow_their_schemas(reference_score, template_score):

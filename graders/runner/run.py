@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,13 +46,16 @@ def run_suites(
     shrink: bool = True,
     deadline: float = float("inf"),
     budget_s: float | None = None,
+    progress: Any = None,
 ) -> list[TestResult]:
     """Run every grader test of ``tasks`` against ``submission``; one result per test.
     ``sandbox`` is True (a sandbox made here), a ``Sandbox`` set up by the caller, or
     False (in-process). With ``shrink``, the first failure of each task is shrunk within
-    a budget (``hypothesis_budget``); ``shrink=False`` skips Hypothesis's shrinking (every failure
-    reports the first failing example found, not a minimal one). Tests not begun by ``deadline``
-    (``time.monotonic()``) are recorded as timeouts without running."""
+    a budget (``hypothesis_budget``); ``shrink=False`` skips Hypothesis's shrinking
+    (every failure reports the first failing example found, not a minimal one). Tests
+    not begun by ``deadline`` (``time.monotonic()``) are recorded as timeouts without
+    running. ``progress`` (a ``report.console.Progress``) is told of each test begun and
+    done."""
     limits = rubric.limits
     own_sandbox = None
     if sandbox is True:
@@ -73,6 +77,7 @@ def run_suites(
         deadline=deadline,
         budget_s=budget_s,
         hypothesis=HypothesisBudget(quick=profile == "quick"),
+        progress=progress,
     )
     try:
         with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
@@ -91,7 +96,7 @@ def run_suites(
                 f"--hypothesis-seed={seed}",
             ]
             # no other installed pytest plugin (xdist, pytest-benchmark, ...): importing
-            # them, and rewriting their asserts, cost a second or two of every grading
+            # them, and rewriting their asserts, cost tenths of a second of every grading
             autoload = os.environ.get(_NO_AUTOLOAD)
             os.environ[_NO_AUTOLOAD] = "1"
             try:
