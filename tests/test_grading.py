@@ -129,6 +129,7 @@ def test_regrade_is_identical_and_the_seed_and_profile_change_the_examples(tmp_p
         score = grade(submission, tmp_path / f"out-{run}", "--tasks", "1.2", "--seed", seed,
                       "--profile", profile, "--no-sandbox", env=env)
         assert score["score"] == score["max_score"], score["_stderr"]
+        assert ("this is not the grade" in score["_stdout"]) == (profile == "quick")
         drawn[run] = (submission / "drawn.txt").read_text()
     assert drawn["a"].count("\n") > 50, "the recorder saw too few tensors to tell the runs apart"
     assert drawn["a"] == drawn["b"], "a regrade with the same seed must draw the same examples"
