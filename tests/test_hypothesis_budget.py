@@ -65,6 +65,27 @@ def test_shrinking_stops_at_its_budget():
     assert isinstance(raised, AssertionError) and int(str(raised)) >= 100
 
 
+def test_the_safety_net_ends_a_slow_shrink_and_keeps_the_failure():
+    import time
+
+    seen = []
+
+    @settings(database=None, max_examples=20, phases=PHASES, derandomize=True,
+              report_multiple_bugs=False)
+    @given(x=st.integers(0, 10**6))
+    def slow(x):
+        seen.append(x)
+        time.sleep(0.02)
+        if x >= 100:
+            raise AssertionError(str(x))
+
+    raised, note = _run(slow, hb.HypothesisBudget(seconds=0.05))
+    first_failure = next(i for i, x in enumerate(seen) if x >= 100)
+    assert len(seen) - first_failure <= 6, "the shrink ran on past its time"
+    assert isinstance(raised, AssertionError) and int(str(raised)) >= 100
+    assert "shrinking stopped after 0.05 s" in note
+
+
 def _two_kinds(seen):
     # a wrong result (AssertionError) for large x, the submission raising below: shrinking
     # alone would slip from the first to the second
