@@ -28,6 +28,10 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 SEED_VARIABLE = "TINYTRAIN_GRADER_SEED"
 _PR_SET_DUMPABLE = 4
+QUICK_NOTICE = ("\n--profile quick: this is not the grade. Each test ran the first third "
+                "of the examples a grade runs (all of them once a test of its task had "
+                "failed) and every explicit example, so a task can pass here and still "
+                "fail when graded with the default settings.")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,9 +87,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed-file", type=Path, default=None,
                         help="read the Hypothesis seed from this file (a secret seed)")
     parser.add_argument("--profile", choices=["quick", "default", "thorough"], default="default",
-                        help="how many random examples each property test draws: quick (a "
-                             "third, for fast feedback), default (used for grades), thorough "
-                             "(8x)")
+                        help="how many random examples each property test draws: quick (the "
+                             "first third of the default's, for fast feedback; not the grade), "
+                             "default (used for grades), thorough (8x)")
     parser.add_argument("--no-shrink", action="store_true",
                         help="report the first failing example found instead of shrinking it "
                              "to a minimal one: the same scores, faster on failing code")
@@ -278,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     score.environment["sandbox"] = box.describe() if box is not None else "none (in-process)"
     failures = _write(out, score, box)
     print(render(score, verbose=args.verbose))
+    if args.profile == "quick":
+        print(QUICK_NOTICE)
     if failures:
         return EXIT_INTERNAL
     print(f"\nwrote score.json, results.json and classroom.json to {out}")

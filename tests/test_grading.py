@@ -129,11 +129,15 @@ def test_regrade_is_identical_and_the_seed_and_profile_change_the_examples(tmp_p
         score = grade(submission, tmp_path / f"out-{run}", "--tasks", "1.2", "--seed", seed,
                       "--profile", profile, "--no-sandbox", env=env)
         assert score["score"] == score["max_score"], score["_stderr"]
+        assert ("this is not the grade" in score["_stdout"]) == (profile == "quick")
         drawn[run] = (submission / "drawn.txt").read_text()
     assert drawn["a"].count("\n") > 50, "the recorder saw too few tensors to tell the runs apart"
     assert drawn["a"] == drawn["b"], "a regrade with the same seed must draw the same examples"
     assert drawn["a"] != drawn["c"], "--seed should draw other examples"
     assert drawn["quick"].count("\n") < drawn["a"].count("\n") / 2, "quick draws fewer"
+    # ... and runs the first of the default's examples of each test, in order
+    rest = iter(drawn["a"].splitlines())
+    assert all(line in rest for line in drawn["quick"].splitlines()), "quick draws others"
 
 
 def test_regrade_of_a_failing_submission_is_identical(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 from ..harness.errors import HarnessError, ProbeOutcome
+from . import hypothesis_budget
 from .results import TestResult
 
 MAX_MESSAGE = 6000
@@ -80,13 +81,15 @@ class GradingPlugin:
 
     def __init__(self, client: Any, task_ids: set[str], known_tasks: set[str],
                  test_budget: float, deadline: float = float("inf"),
-                 budget_s: float | None = None, progress: Any = None) -> None:
+                 budget_s: float | None = None, progress: Any = None,
+                 hypothesis: hypothesis_budget.HypothesisBudget | None = None) -> None:
         self.client = client
         self.task_ids = task_ids
         self.known_tasks = known_tasks
         self.test_budget = test_budget
         self.deadline = deadline  # time.monotonic() when the whole grading's budget ends
         self.budget_s = budget_s
+        self.hypothesis = hypothesis  # None: Hypothesis draws and shrinks on its own
         self.results: list[TestResult] = []
         self.collection_errors: list[str] = []
         self._outcomes: dict[str, tuple[str, str]] = {}
@@ -101,6 +104,10 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "task(id): the rubric task a grader test belongs to")
+        # messages come from the exceptions themselves: pytest's own report of a failure
+        # only needs to be cheap (its long style reads and parses the source of every
+        # frame, a tenth of a second per failing test)
+        config.option.tbstyle = "native"
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -146,13 +153,24 @@ class GradingPlugin:
                          f"{spent} (--budget) before this test", duration=0.0, output="")
             return True
         self.client.begin_test(min(self.test_budget, remaining))
+        task = item.get_closest_marker("task").args[0]
+        policy = self.hypothesis
+        if policy is not None:
+            policy.begin(task)
+        hypothesis_budget.activate(policy)
         start = time.perf_counter()
-        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        runtestprotocol(item, nextitem=nextitem, log=True)
-        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        try:
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            runtestprotocol(item, nextitem=nextitem, log=True)
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        finally:
+            hypothesis_budget.activate(None)
         duration = time.perf_counter() - start
         output = self.client.end_test()
         status, message = self._outcomes.get(item.nodeid, ("error", "the test did not run"))
+        note = policy.end(task, status) if policy is not None else ""
+        if note and status in ("failed", "error"):
+            message = f"{message}\n{note}"
         self._record(item, status, message, duration=duration, output=output)
         return True
 
