@@ -493,6 +493,9 @@ def main(argv: list[str] | None = None) -> int:
 
     rubric = rubric_module.load()
     tasks = [t.id for t in rubric.select(args.tasks)]
+    if args.ids:  # an id starts with its task
+        named = {mutant_id.rsplit("-", 1)[0] for mutant_id in args.ids.split(",")}
+        tasks = [t for t in tasks if t in named]
     everything = all_mutants(REFERENCE, set(tasks))
     totals = Counter(m.task for m in everything)
     if args.ids:
