@@ -405,3 +405,21 @@ def retain_grad_misuse(tt: Any) -> dict[str, Any]:
         "after_backward": [bool(x.retains_grad), bool(mid.retains_grad)],
         "mid_grad": grad(mid),
     }
+
+
+@probe
+@_recorded_by_the_probes
+def hooks_without_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """Hooks on a leaf x and on mid = sin(x) whose only gradient is None (mid's one consumer
+    is ``zero``, whose backward returns None); loss = sum(zero(mid) + 2 * w). Backward must
+    go through; x gets no gradient, w its own. (torch calls such hooks with None; whether
+    they are called is not graded.)"""
+    fns = functions(tt)
+    xt, wt = _leaf(tt, x), _leaf(tt, np.ones_like(x))
+    xt.register_hook(lambda g: None)
+    mid = apply(fns, "sin", [xt])
+    mid.register_hook(lambda g: None)
+    loss = apply(fns, "sum", [apply(fns, "add", [apply(fns, "zero", [mid]),
+                                                 apply(fns, "scale", [wt, 2.0])])])
+    backward = raised(lambda: run_backward(tt, [(loss, None)]))
+    return {"backward": backward, "x_grad_is_none": grad(xt) is None, "w_grad": grad(wt)}

@@ -310,3 +310,21 @@ ALTERNATIVES = [
         why="accumulates into a new .grad tensor instead of in place",
     ),
 ]
+
+# Killing the survivors of scripts/mutation_test.py (mutmut's operators over the solution
+# regions): each stands for a surviving mutant that a new check now catches.
+MUTANTS += [
+    Mutant(
+        id="leaf-hooks-return-nothing-without-gradient",
+        task="1.4",
+        file="autograd/function.py",
+        find="""            if grads[0] is None:
+                break
+""",
+        replace="""            if grads[0] is None:
+                return
+""",
+        why="a leaf's hook runner returns nothing when the leaf gets no gradient (mutant "
+            "1.4-4b9966ffac), so backward fails where a hooked leaf receives only None",
+    ),
+]

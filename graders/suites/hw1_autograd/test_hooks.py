@@ -206,3 +206,36 @@ def test_retain_grad_misuse(submission):
     assert_close(got["mid_grad"], np.array([2.0, 2.0]),
                  what="mid.grad (retain_grad() twice must not count the gradient twice)",
                  case=case)
+
+
+@task("1.4")
+@settings(max_examples=examples(3))
+@given(x=vectors)
+def test_hooks_on_tensors_that_get_no_gradient(submission, x):
+    """A tensor whose every gradient is None (its consumer's backward returned None) may
+    carry hooks, on a leaf and on a non-leaf: backward goes through, the leaf's .grad stays
+    None and the other leaf gets its gradient, as in torch."""
+    got = submission.call("autograd.hooks_without_gradient", x)
+    assert_conforms(got, {"backward": _RAISED, "x_grad_is_none": True, "w_grad": None},
+                    what="the observation")
+
+    class Zero(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return torch.zeros_like(a)
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    t, w = torch.tensor(x, requires_grad=True), torch.ones(len(x), dtype=torch.float64,
+                                                           requires_grad=True)
+    t.register_hook(lambda g: None)
+    mid = torch.sin(t)
+    mid.register_hook(lambda g: None)
+    (Zero.apply(mid) + 2.0 * w).sum().backward()
+    case = (f"x = {literal(x)} and mid = sin(x), each with a hook; w = ones; "
+            "(zero(mid) + 2 * w).sum().backward(), zero's backward returning None")
+    assert_raises_like(got["backward"], None, what="backward", case=case)
+    assert_equal(got["x_grad_is_none"], t.grad is None, what="x.grad is None", case=case)
+    assert_close(got["w_grad"], w.grad.numpy(), what="w.grad", case=case)
