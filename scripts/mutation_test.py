@@ -372,8 +372,13 @@ class Runner:
 
 # ----------------------------------------------------------------------------- equivalents, report
 
+EQUIVALENT_KINDS = ("equivalent", "ungraded")
+
+
 def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, dict[str, str]]:
-    """{mutant id: entry}: each entry names the file and says why the mutant is equivalent."""
+    """{mutant id: entry}: each entry names the file, its kind ("equivalent": no submission
+    can tell it from the reference; "ungraded": it differs only in what the graders leave
+    alone on purpose, such as the letter case of an error message) and says why."""
     if not path.exists():
         return {}
     data = tomllib.loads(path.read_text())
@@ -381,6 +386,9 @@ def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, dict[str, str]]:
     for mutant_id, entry in entries.items():
         if not isinstance(entry, dict) or not str(entry.get("why", "")).strip() or "file" not in entry:
             raise ValueError(f"{path}: equivalent {mutant_id!r} needs a file and a why")
+        entry.setdefault("kind", "equivalent")
+        if entry["kind"] not in EQUIVALENT_KINDS:
+            raise ValueError(f"{path}: equivalent {mutant_id!r}: kind is one of {EQUIVALENT_KINDS}")
     return entries
 
 
@@ -449,8 +457,10 @@ def render_report(meta: dict[str, Any], rows: list[dict[str, Any]], records: lis
     lines += ["", f"## Equivalent mutants in this sample ({len(listed)})", ""]
     for r in listed:
         note = "" if r["outcome"] == "survived" else f" **{r['outcome']}: no longer equivalent?**"
-        lines += [f"- `{r['id']}` ({r['file']}:{r['line']}, `{r['original'].strip()[:60]}` -> "
-                  f"`{r['mutated'].strip()[:60]}`){note}: {equivalents[r['id']]['why']}"]
+        entry = equivalents[r["id"]]
+        lines += [f"- `{r['id']}` ({entry['kind']}; {r['file']}:{r['line']}, "
+                  f"`{r['original'].strip()[:60]}` -> `{r['mutated'].strip()[:60]}`){note}: "
+                  f"{entry['why']}"]
     if meta["stale_equivalents"]:
         lines += ["", "Listed as equivalent but no such mutant any more: "
                   + ", ".join(f"`{i}`" for i in meta["stale_equivalents"])]
