@@ -205,10 +205,12 @@ def all_mutants(reference: Path = REFERENCE, tasks: set[str] | None = None) -> l
     return found
 
 
-def sample(mutants: list[Mutant], per_task: int, seed: int) -> list[Mutant]:
-    """At most ``per_task`` mutants of each task (all when 0): those whose hash with the seed
-    is smallest. A mutant's place depends only on its id and the seed, so adding or
-    removing other mutants changes the sample by at most those."""
+def sample(mutants: list[Mutant], per_task: int, seed: int,
+           sizes: dict[str, int] | None = None) -> list[Mutant]:
+    """At most ``per_task`` mutants of each task (all when 0; ``sizes[task]`` instead where
+    given): those whose hash with the seed is smallest. A mutant's place depends only on its
+    id and the seed, so adding or removing other mutants changes the sample by at most
+    those, and a larger sample holds the smaller one."""
     def rank(m: Mutant) -> str:
         return hashlib.sha256(f"{seed}:{m.id}".encode()).hexdigest()
 
@@ -216,9 +218,10 @@ def sample(mutants: list[Mutant], per_task: int, seed: int) -> list[Mutant]:
     for m in mutants:
         by_task.setdefault(m.task, []).append(m)
     chosen = []
-    for group in by_task.values():
+    for task, group in by_task.items():
         ranked = sorted(group, key=rank)
-        chosen.extend(ranked[:per_task] if per_task else ranked)
+        size = (sizes or {}).get(task, per_task)
+        chosen.extend(ranked[:size] if size else ranked)
     order = {id(m): i for i, m in enumerate(mutants)}
     return sorted(chosen, key=lambda m: order[id(m)])
 
@@ -484,6 +487,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", help="task ids or assignments, comma-separated (default: all)")
     parser.add_argument("--sample", type=int, default=5, help="mutants per task (0: all; default 5)")
+    parser.add_argument("--more", action="append", default=[], metavar="TASKS=N",
+                        help="another sample size for some tasks or assignments: 1=20 "
+                             "(repeatable)")
     parser.add_argument("--seed", type=int, default=0, help="which mutants the sample draws")
     parser.add_argument("--ids", help="grade exactly these mutant ids (comma-separated)")
     parser.add_argument("--jobs", type=int, default=1, help="gradings at once (default 1)")
@@ -517,7 +523,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         tasks = [t for t in tasks if any(m.task == t for m in chosen)]
     else:
-        chosen = sample(everything, args.sample, args.seed)
+        sizes = {}
+        for item in args.more:
+            spec, _, size = item.partition("=")
+            sizes.update({t.id: int(size) for t in rubric.select(spec.replace("+", ","))})
+        chosen = sample(everything, args.sample, args.seed, sizes)
     if args.list:
         for task in tasks:
             print(f"{task}: {totals[task]} mutants, {sum(m.task == task for m in chosen)} sampled")
@@ -597,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "argv": " ".join(argv if argv is not None else sys.argv[1:]),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "mutmut": mutmut_version,
-        "sample": args.sample if not args.ids else f"ids {args.ids}", "seed": args.seed,
+        "sample": (f"ids {args.ids}" if args.ids else
+                   " ".join([str(args.sample), *(f"({m})" for m in args.more)])),
+        "seed": args.seed,
         "grader_seed": args.grader_seed, "graded_now": len(todo), "cached": cached,
         "wall_s": time.monotonic() - started,
         "cpu_s": runner.cpu_s + resource.getrusage(resource.RUSAGE_SELF).ru_utime,
