@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import probe
-from ._functions import apply, functions, own_recording, run_backward
+from ._functions import add_hook, apply, functions, own_hooks, own_recording, run_backward
 from ._observe import array, grad, raised
 
 
@@ -423,3 +423,20 @@ def hooks_without_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
                                                  apply(fns, "scale", [wt, 2.0])])])
     backward = raised(lambda: run_backward(tt, [(loss, None)]))
     return {"backward": backward, "x_grad_is_none": grad(xt) is None, "w_grad": grad(wt)}
+
+
+@probe
+@_recorded_by_the_probes
+def implicit_root_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """s = sum(sin(x)) for a float32 x, then s.backward() with no gradient: the gradient
+    backward starts from (seen by a hook on s, run by the probes' own hook runner), and
+    x.grad."""
+    fns = functions(tt)
+    seen: list[np.ndarray] = []
+    with own_hooks(tt):
+        xt = tt.tensor(np.asarray(x, dtype=np.float32), requires_grad=True)
+        s = apply(fns, "sum", [apply(fns, "sin", [xt])])
+        add_hook(s, lambda g: seen.append(np.array(g.data, copy=True)))
+        s.backward()
+    return {"root_grads": seen, "root_dtypes": [str(g.dtype) for g in seen], "grad": grad(xt),
+            "grad_dtype": str(grad(xt).dtype) if grad(xt) is not None else None}

@@ -327,4 +327,13 @@ MUTANTS += [
         why="a leaf's hook runner returns nothing when the leaf gets no gradient (mutant "
             "1.4-4b9966ffac), so backward fails where a hooked leaf receives only None",
     ),
+    Mutant(
+        id="implicit-root-gradient-float64",
+        task="1.2",
+        file="autograd/engine.py",
+        find="        return np.ones(tensor.shape, tensor.data.dtype)\n",
+        replace="        return np.ones(tensor.shape)\n",
+        why="backward() of a float32 scalar starts from a float64 one (mutant 1.2-7a3ec58475): "
+            "the output's hooks and its node's backward see float64",
+    ),
 ]

@@ -277,3 +277,26 @@ def test_engine_applies_tensor_hooks(submission, program, data):
     described = "; ".join(f"v{v}.register_hook(lambda g: g * {k})" for v, k in hooks)
     _check_grads(got, oracle.leaf_grads(program, hooks=hooks), program,
                  note=f"; hooks: {described}")
+
+
+@task("1.2")
+@settings(max_examples=examples(3))
+@given(x=arrays(np.float32, st.integers(1, 4), elements=st.floats(-2, 2, width=32)))
+def test_implicit_gradient_has_the_output_dtype(submission, x):
+    """backward() of a float32 scalar starts from a float32 one (torch.ones_like), as the
+    output's hooks see it, and x.grad is float32."""
+    got = submission.call("autograd.implicit_root_gradient", x)
+    assert_conforms(got, {"root_grads": [np.empty(())], "root_dtypes": [""], "grad": x,
+                          "grad_dtype": ""}, what="the observation")
+    t = torch.tensor(x, requires_grad=True)
+    s = torch.sin(t).sum()
+    seen = []
+    s.register_hook(lambda g: seen.append(g.detach().clone()))
+    s.backward()
+    case = f"x = tt.tensor({literal(x)}, dtype=tt.float32); s = x.sin().sum(); s.backward()"
+    assert_equal(got["root_dtypes"], [str(seen[0].dtype).replace("torch.", "")],
+                 what="dtype of the gradient backward starts from (a hook on s sees it)",
+                 case=case)
+    assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of s", case=case)
+    assert_equal(got["grad_dtype"], "float32", what="x.grad's dtype", case=case)
+    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case)
