@@ -440,3 +440,16 @@ def implicit_root_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
         s.backward()
     return {"root_grads": seen, "root_dtypes": [str(g.dtype) for g in seen], "grad": grad(xt),
             "grad_dtype": str(grad(xt).dtype) if grad(xt) is not None else None}
+
+
+@probe
+@_recorded_by_the_probes
+def gradient_shape_errors(tt: Any) -> dict[str, Any]:
+    """backward with a gradient of the wrong shape: y.backward(g) and
+    tt.autograd.backward([y], [g]) for y = sin(x) of shape (3,) and g of shape (2,)."""
+    fns = functions(tt)
+    x = _leaf(tt, [0.5, 1.0, 1.5])
+    g = tt.tensor(np.ones(2))
+    method = raised(lambda: apply(fns, "sin", [x]).backward(g))
+    function = raised(lambda: tt.autograd.backward([apply(fns, "sin", [x])], [g]))
+    return {"method": method, "function": function, "x_grad_is_none": grad(x) is None}

@@ -336,4 +336,18 @@ MUTANTS += [
         why="backward() of a float32 scalar starts from a float64 one (mutant 1.2-7a3ec58475): "
             "the output's hooks and its node's backward see float64",
     ),
+    Mutant(
+        id="root-gradient-shape-unchecked",
+        task="1.2",
+        file="autograd/engine.py",
+        find="""    if grad.shape != tensor.shape:
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{index}] has a shape of {grad.shape} and "
+            f"output[{index}] has a shape of {tensor.shape}."
+        )
+""",
+        replace="",
+        why="a gradient given to backward is not checked against the output's shape (mutant "
+            "1.2-a49a16c857 drops only PyTorch's message)",
+    ),
 ]

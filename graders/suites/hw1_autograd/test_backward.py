@@ -300,3 +300,17 @@ def test_implicit_gradient_has_the_output_dtype(submission, x):
     assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of s", case=case)
     assert_equal(got["grad_dtype"], "float32", what="x.grad's dtype", case=case)
     assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case)
+
+
+@task("1.2")
+def test_gradient_of_the_wrong_shape_is_refused(submission):
+    """A gradient whose shape is not the output's is PyTorch's RuntimeError ("Mismatch in
+    shape: grad_output[0] has a shape of ... and output[0] has a shape of ..."), from
+    y.backward(g) and from tt.autograd.backward, before anything is accumulated."""
+    got = submission.call("autograd.gradient_shape_errors")
+    assert_conforms(got, {"method": _RAISED, "function": _RAISED, "x_grad_is_none": True},
+                    what="the observation")
+    for key, call in (("method", "y.backward(g)"), ("function", "tt.autograd.backward([y], [g])")):
+        assert_raises_like(got[key], "RuntimeError", contains=("Mismatch in shape",),
+                           what=f"{call} with y of shape (3,) and g of shape (2,)")
+    assert_equal(got["x_grad_is_none"], True, what="x.grad is None after the refused backward")
