@@ -260,6 +260,14 @@ def reference_version(reference: Path = REFERENCE) -> str:
     return _hash_files(files, reference)[:16]
 
 
+def _signature() -> tuple[tuple[str, int, int], ...]:
+    """Names, sizes and modification times of the grader's and the reference's files: a
+    cheap way to notice an edit during a run."""
+    files = [*(ROOT / "graders").rglob("*.py"), *(ROOT / "graders").rglob("*.toml"),
+             *REFERENCE.rglob("*.py")]
+    return tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+
+
 # ----------------------------------------------------------------------------- grading
 
 @dataclass
@@ -328,10 +336,18 @@ class Runner:
         self.jobs, self.timeout, self.grader_seed = max(1, jobs), timeout, grader_seed
         self.cpu_s = 0.0
 
-    def run(self, jobs: list[Job], done: Callable[[Job, dict[str, Any]], None]) -> None:
+    def run(self, jobs: list[Job], done: Callable[[Job, dict[str, Any]], None],
+            unchanged: Callable[[], bool] = lambda: True) -> None:
+        """Grade ``jobs``; ``done`` gets each result. Stops starting new gradings when
+        ``unchanged()`` turns false (the grader was edited: results would be cached under
+        the wrong version)."""
         pending = list(jobs)
         running: dict[int, tuple[Job, Path, float, bool]] = {}
         while pending or running:
+            if pending and not unchanged():
+                print(f"the graders or the reference changed during the run: {len(pending)} "
+                      "gradings not started; run again", file=sys.stderr, flush=True)
+                pending.clear()
             while pending and len(running) < self.jobs:
                 job = pending.pop(0)
                 scratch = Path(tempfile.mkdtemp(prefix="tinytrain-mutant-"))
@@ -587,7 +603,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{count[0]}/{len(todo)}] {name}: {result['outcome']} "
                   f"({result['wall_s']} s, CPU {result['cpu_s']} s)", flush=True)
 
-        runner.run(todo, done)
+        signature = _signature()
+
+        def unchanged() -> bool:
+            return _signature() == signature
+
+        runner.run(todo, done, unchanged)
 
     baselines = []
     for job in jobs:
