@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import warnings
@@ -453,3 +454,22 @@ def gradient_shape_errors(tt: Any) -> dict[str, Any]:
     method = raised(lambda: apply(fns, "sin", [x]).backward(g))
     function = raised(lambda: tt.autograd.backward([apply(fns, "sin", [x])], [g]))
     return {"method": method, "function": function, "x_grad_is_none": grad(x) is None}
+
+
+@probe
+def grad_mode_query_types(tt: Any) -> dict[str, Any]:
+    """The type and truth of is_grad_enabled() and is_inference_mode_enabled() outside any
+    context and inside each grad-mode context manager."""
+    contexts = {
+        "none": contextlib.nullcontext, "no_grad": tt.no_grad, "enable_grad": tt.enable_grad,
+        "set_grad_enabled(False)": lambda: tt.set_grad_enabled(False),
+        "set_grad_enabled(True)": lambda: tt.set_grad_enabled(True),
+        "inference_mode()": tt.inference_mode,
+        "inference_mode(False)": lambda: tt.inference_mode(False),
+    }
+    seen = {}
+    for name, make in contexts.items():
+        with make():
+            seen[name] = [[type(v).__name__, bool(v)]
+                          for v in (tt.is_grad_enabled(), tt.is_inference_mode_enabled())]
+    return seen

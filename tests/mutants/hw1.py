@@ -350,4 +350,44 @@ MUTANTS += [
         why="a gradient given to backward is not checked against the output's shape (mutant "
             "1.2-a49a16c857 drops only PyTorch's message)",
     ),
+    Mutant(
+        id="record-says-recorded-under-no-grad",
+        task="1.1",
+        file="autograd/function.py",
+        find="        return False\n    needs = tuple(",
+        replace="        return True\n    needs = tuple(",
+        why="record returns True under no_grad or inference mode although it recorded nothing "
+            "(mutant 1.1-0870949936): Function.apply then packs saved tensors for nothing",
+    ),
+    Mutant(
+        id="needs-input-grad-none-for-numbers",
+        task="1.1",
+        file="autograd/function.py",
+        find='getattr(t, "_requires_grad", False) for t in inputs',
+        replace='getattr(t, "_requires_grad", None) for t in inputs',
+        why="ctx.needs_input_grad holds None for a number argument instead of False (mutant "
+            "1.1-ab91384aa5)",
+    ),
+    Mutant(
+        id="input-meta-left-empty",
+        task="1.1",
+        file="autograd/function.py",
+        find="        meta.append((t.data.shape, t.data.dtype) if need else None)\n",
+        replace="        meta.append(None)\n",
+        why="ctx._input_meta is not filled in (mutant 1.1-dfb8ac5715): the engine cannot check "
+            "the gradients a backward returns against its inputs",
+    ),
+    Mutant(
+        id="no-grad-flag-set-to-none",
+        task="1.3",
+        file="autograd/grad_mode.py",
+        find="""        self._prev = _state.grad_enabled
+        _state.grad_enabled = False
+        # END SOLUTION""",
+        replace="""        self._prev = _state.grad_enabled
+        _state.grad_enabled = None
+        # END SOLUTION""",
+        why="no_grad stores None as the grad-mode flag (mutant 1.3-729168c86c): "
+            "is_grad_enabled() returns None, not False",
+    ),
 ]
