@@ -461,6 +461,9 @@ def render_report(meta: dict[str, Any], rows: list[dict[str, Any]], records: lis
                      f"{r['timeout']} | {r['crashed']} | {r['survived']} | {r['equivalent']} | "
                      f"{_percent(r['score'])} | {_percent(r['score_after_equivalents'])} |")
     baseline_bad = [b for b in meta["baselines"] if b["outcome"] != "survived"]  # full marks
+    if meta["baselines"] and not baseline_bad:
+        lines += ["", f"The unmutated reference scored full marks on each of the "
+                  f"{len(meta['baselines'])} tasks (graded first, as a baseline)."]
     if baseline_bad:
         lines += ["", "**The unmutated reference lost points** (every mutant of these tasks reads "
                   "as killed; fix that first):", ""]
