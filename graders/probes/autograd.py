@@ -473,3 +473,64 @@ def grad_mode_query_types(tt: Any) -> dict[str, Any]:
             seen[name] = [[type(v).__name__, bool(v)]
                           for v in (tt.is_grad_enabled(), tt.is_inference_mode_enabled())]
     return seen
+
+
+@probe
+@_recorded_by_the_probes
+def explicit_root_gradient(tt: Any, x: np.ndarray, g: np.ndarray) -> dict[str, Any]:
+    """y = sin(x) for a float32 x, then y.backward(tt.tensor(g)) with a float64 g: the
+    gradient backward starts from (seen by a hook on y, run by the probes' own hook
+    runner), and x.grad."""
+    fns = functions(tt)
+    seen: list[np.ndarray] = []
+    with own_hooks(tt):
+        xt = tt.tensor(np.asarray(x, dtype=np.float32), requires_grad=True)
+        y = apply(fns, "sin", [xt])
+        add_hook(y, lambda grad_: seen.append(np.array(grad_.data, copy=True)))
+        y.backward(tt.tensor(np.asarray(g, dtype=np.float64)))
+    return {"root_grads": seen, "root_dtypes": [str(s.dtype) for s in seen], "grad": grad(xt)}
+
+
+@probe
+@_recorded_by_the_probes
+def retain_grad_without_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """retain_grad where there is nothing to keep: (a) on mid = sin(x) whose one consumer,
+    ``zero``, returns None; (b) on both outputs of ``sincos`` with only the second used;
+    (c) on a tensor dropped before backward. Backward by the probes' own engine."""
+    fns = functions(tt)
+    xt, wt = _leaf(tt, x), _leaf(tt, np.ones_like(x))
+    mid = apply(fns, "sin", [xt])
+    mid.retain_grad()
+    loss = apply(fns, "sum", [apply(fns, "add", [apply(fns, "zero", [mid]),
+                                                 apply(fns, "scale", [wt, 2.0])])])
+    zero_case = raised(lambda: run_backward(tt, [(loss, None)]))
+    xs = _leaf(tt, x)
+    first, second = apply(fns, "sincos", [xs])
+    first.retain_grad()
+    second.retain_grad()
+    two = raised(lambda: run_backward(tt, [(apply(fns, "sum", [second]), None)]))
+    xd = _leaf(tt, x)
+    dropped = apply(fns, "sin", [xd])
+    dropped.retain_grad()
+    out = apply(fns, "sum", [dropped])
+    del dropped
+    dropped_case = raised(lambda: run_backward(tt, [(out, None)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grads = [mid.grad, first.grad, second.grad]
+    return {"zero": zero_case, "mid_grad_is_none": grads[0] is None, "w_grad": grad(wt),
+            "two_outputs": two, "first_grad_is_none": grads[1] is None,
+            "second_grad": None if grads[2] is None else array(grads[2]), "x_grad": grad(xs),
+            "dropped": dropped_case, "dropped_x_grad": grad(xd)}
+
+
+@probe
+def detach_inference(tt: Any) -> dict[str, Any]:
+    """is_inference() of detach() of a normal tensor and of an inference tensor (marked
+    through the framework's flag, not task 1.3's inference_mode): [type, value]."""
+    plain = tt.tensor(np.ones(2))
+    inference = tt.tensor(np.ones(2))
+    inference._is_inference = True
+    seen = [plain.detach().is_inference(), inference.detach().is_inference()]
+    return {"plain": [type(seen[0]).__name__, bool(seen[0])],
+            "inference": [type(seen[1]).__name__, bool(seen[1])]}

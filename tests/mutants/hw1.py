@@ -390,4 +390,44 @@ MUTANTS += [
         why="no_grad stores None as the grad-mode flag (mutant 1.3-729168c86c): "
             "is_grad_enabled() returns None, not False",
     ),
+    Mutant(
+        id="given-gradient-keeps-its-dtype",
+        task="1.2",
+        file="autograd/engine.py",
+        find='    grad = np.asarray(getattr(grad, "data", grad), dtype=tensor.data.dtype)\n',
+        replace='    grad = np.asarray(getattr(grad, "data", grad))\n',
+        why="a gradient given to backward keeps its own dtype (mutant 1.2-b2dda737bb): a "
+            "float64 gradient for a float32 output reaches the output's hooks as float64",
+    ),
+    Mutant(
+        id="retain-grad-without-gradient-crashes",
+        task="1.4",
+        file="autograd/function.py",
+        find="            if tensor is None or grads[nr] is None:\n",
+        replace="            if tensor is None and grads[nr] is None:\n",
+        why="retain_grad fails on a tensor that gets no gradient or was dropped before "
+            "backward (mutant 1.4-1ca4f863be)",
+    ),
+    Mutant(
+        id="retain-grad-stops-at-the-first-missing-output",
+        task="1.4",
+        file="autograd/function.py",
+        find="""            if tensor is None or grads[nr] is None:
+                continue
+            if tensor._grad is None:""",
+        replace="""            if tensor is None or grads[nr] is None:
+                break
+            if tensor._grad is None:""",
+        why="a node stops keeping its retained outputs' gradients at the first output with "
+            "none (mutant 1.4-8eaf1ea791): the used output of a two-output Function loses it",
+    ),
+    Mutant(
+        id="detach-drops-inference",
+        task="1.4",
+        file="tensor.py",
+        find="        out._is_inference = self._is_inference\n        return out\n        # END SOLUTION",
+        replace="        out._is_inference = False\n        return out\n        # END SOLUTION",
+        why="detach() of an inference tensor is not an inference tensor (mutant "
+            "1.4-42367c2eeb makes it None)",
+    ),
 ]

@@ -314,3 +314,27 @@ def test_gradient_of_the_wrong_shape_is_refused(submission):
         assert_raises_like(got[key], "RuntimeError", contains=("Mismatch in shape",),
                            what=f"{call} with y of shape (3,) and g of shape (2,)")
     assert_equal(got["x_grad_is_none"], True, what="x.grad is None after the refused backward")
+
+
+@task("1.2")
+@settings(max_examples=examples(3))
+@given(x=arrays(np.float32, st.integers(1, 4), elements=st.floats(-2, 2, width=32)))
+def test_given_gradient_takes_the_output_dtype(submission, x):
+    """y.backward(g) with a float64 g for a float32 y starts from g cast to float32 (torch
+    casts it to the output's dtype), as the output's hooks see it."""
+    g = np.linspace(-1.0, 1.0, len(x)) + 1 / 3  # not exact in float32
+    got = submission.call("autograd.explicit_root_gradient", x, g)
+    assert_conforms(got, {"root_grads": [x], "root_dtypes": [""], "grad": x},
+                    what="the observation")
+    t = torch.tensor(x, requires_grad=True)
+    y = torch.sin(t)
+    seen = []
+    y.register_hook(lambda grad_: seen.append(grad_.detach().clone()))
+    y.backward(torch.tensor(g))
+    case = (f"x = tt.tensor({literal(x)}, dtype=tt.float32); y = x.sin(); "
+            f"y.backward(tt.tensor({literal(g)}, dtype=tt.float64))")
+    assert_equal(got["root_dtypes"], [str(seen[0].dtype).replace("torch.", "")],
+                 what="dtype of the gradient backward starts from (a hook on y sees it)",
+                 case=case)
+    assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of y", case=case)
+    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case)
