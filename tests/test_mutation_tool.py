@@ -101,8 +101,11 @@ def test_ids_survive_edits_elsewhere_and_samples_are_stable():
 
 def test_equivalents_file_names_real_mutants(tmp_path):
     equivalents = mt.load_equivalents()
-    tasks = {mutant_id.rsplit("-", 1)[0] for mutant_id in equivalents}
-    mutants = {m.id: m for m in mt.all_mutants(mt.REFERENCE, tasks)}
+    titles = mt.rubric_titles()
+    mutants = {}
+    for file in sorted({entry["file"] for entry in equivalents.values()}):
+        text = (mt.REFERENCE / file).read_text()
+        mutants.update({m.id: m for m in mt.file_mutants(text, file, titles)})
     stale = sorted(set(equivalents) - set(mutants))
     assert not stale, f"equivalents with no such mutant any more (remove them): {stale}"
     for mutant_id, entry in equivalents.items():
