@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import warnings
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import probe
-from ._functions import apply, functions, own_recording, run_backward
+from ._functions import add_hook, apply, functions, own_hooks, own_recording, run_backward
 from ._observe import array, grad, raised
 
 
@@ -405,3 +406,131 @@ def retain_grad_misuse(tt: Any) -> dict[str, Any]:
         "after_backward": [bool(x.retains_grad), bool(mid.retains_grad)],
         "mid_grad": grad(mid),
     }
+
+
+@probe
+@_recorded_by_the_probes
+def hooks_without_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """Hooks on a leaf x and on mid = sin(x) whose only gradient is None (mid's one consumer
+    is ``zero``, whose backward returns None); loss = sum(zero(mid) + 2 * w). Backward must
+    go through; x gets no gradient, w its own. (torch calls such hooks with None; whether
+    they are called is not graded.)"""
+    fns = functions(tt)
+    xt, wt = _leaf(tt, x), _leaf(tt, np.ones_like(x))
+    xt.register_hook(lambda g: None)
+    mid = apply(fns, "sin", [xt])
+    mid.register_hook(lambda g: None)
+    loss = apply(fns, "sum", [apply(fns, "add", [apply(fns, "zero", [mid]),
+                                                 apply(fns, "scale", [wt, 2.0])])])
+    backward = raised(lambda: run_backward(tt, [(loss, None)]))
+    return {"backward": backward, "x_grad_is_none": grad(xt) is None, "w_grad": grad(wt)}
+
+
+@probe
+@_recorded_by_the_probes
+def implicit_root_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """s = sum(sin(x)) for a float32 x, then s.backward() with no gradient: the gradient
+    backward starts from (seen by a hook on s, run by the probes' own hook runner), and
+    x.grad."""
+    fns = functions(tt)
+    seen: list[np.ndarray] = []
+    with own_hooks(tt):
+        xt = tt.tensor(np.asarray(x, dtype=np.float32), requires_grad=True)
+        s = apply(fns, "sum", [apply(fns, "sin", [xt])])
+        add_hook(s, lambda g: seen.append(np.array(g.data, copy=True)))
+        s.backward()
+    return {"root_grads": seen, "root_dtypes": [str(g.dtype) for g in seen], "grad": grad(xt),
+            "grad_dtype": str(grad(xt).dtype) if grad(xt) is not None else None}
+
+
+@probe
+@_recorded_by_the_probes
+def gradient_shape_errors(tt: Any) -> dict[str, Any]:
+    """backward with a gradient of the wrong shape: y.backward(g) and
+    tt.autograd.backward([y], [g]) for y = sin(x) of shape (3,) and g of shape (2,)."""
+    fns = functions(tt)
+    x = _leaf(tt, [0.5, 1.0, 1.5])
+    g = tt.tensor(np.ones(2))
+    method = raised(lambda: apply(fns, "sin", [x]).backward(g))
+    function = raised(lambda: tt.autograd.backward([apply(fns, "sin", [x])], [g]))
+    return {"method": method, "function": function, "x_grad_is_none": grad(x) is None}
+
+
+@probe
+def grad_mode_query_types(tt: Any) -> dict[str, Any]:
+    """The type and truth of is_grad_enabled() and is_inference_mode_enabled() outside any
+    context and inside each grad-mode context manager."""
+    contexts = {
+        "none": contextlib.nullcontext, "no_grad": tt.no_grad, "enable_grad": tt.enable_grad,
+        "set_grad_enabled(False)": lambda: tt.set_grad_enabled(False),
+        "set_grad_enabled(True)": lambda: tt.set_grad_enabled(True),
+        "inference_mode()": tt.inference_mode,
+        "inference_mode(False)": lambda: tt.inference_mode(False),
+    }
+    seen = {}
+    for name, make in contexts.items():
+        with make():
+            seen[name] = [[type(v).__name__, bool(v)]
+                          for v in (tt.is_grad_enabled(), tt.is_inference_mode_enabled())]
+    return seen
+
+
+@probe
+@_recorded_by_the_probes
+def explicit_root_gradient(tt: Any, x: np.ndarray, g: np.ndarray) -> dict[str, Any]:
+    """y = sin(x) for a float32 x, then y.backward(tt.tensor(g)) with a float64 g: the
+    gradient backward starts from (seen by a hook on y, run by the probes' own hook
+    runner), and x.grad."""
+    fns = functions(tt)
+    seen: list[np.ndarray] = []
+    with own_hooks(tt):
+        xt = tt.tensor(np.asarray(x, dtype=np.float32), requires_grad=True)
+        y = apply(fns, "sin", [xt])
+        add_hook(y, lambda grad_: seen.append(np.array(grad_.data, copy=True)))
+        y.backward(tt.tensor(np.asarray(g, dtype=np.float64)))
+    return {"root_grads": seen, "root_dtypes": [str(s.dtype) for s in seen], "grad": grad(xt)}
+
+
+@probe
+@_recorded_by_the_probes
+def retain_grad_without_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
+    """retain_grad where there is nothing to keep: (a) on mid = sin(x) whose one consumer,
+    ``zero``, returns None; (b) on both outputs of ``sincos`` with only the second used;
+    (c) on a tensor dropped before backward. Backward by the probes' own engine."""
+    fns = functions(tt)
+    xt, wt = _leaf(tt, x), _leaf(tt, np.ones_like(x))
+    mid = apply(fns, "sin", [xt])
+    mid.retain_grad()
+    loss = apply(fns, "sum", [apply(fns, "add", [apply(fns, "zero", [mid]),
+                                                 apply(fns, "scale", [wt, 2.0])])])
+    zero_case = raised(lambda: run_backward(tt, [(loss, None)]))
+    xs = _leaf(tt, x)
+    first, second = apply(fns, "sincos", [xs])
+    first.retain_grad()
+    second.retain_grad()
+    two = raised(lambda: run_backward(tt, [(apply(fns, "sum", [second]), None)]))
+    xd = _leaf(tt, x)
+    dropped = apply(fns, "sin", [xd])
+    dropped.retain_grad()
+    out = apply(fns, "sum", [dropped])
+    del dropped
+    dropped_case = raised(lambda: run_backward(tt, [(out, None)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grads = [mid.grad, first.grad, second.grad]
+    return {"zero": zero_case, "mid_grad_is_none": grads[0] is None, "w_grad": grad(wt),
+            "two_outputs": two, "first_grad_is_none": grads[1] is None,
+            "second_grad": None if grads[2] is None else array(grads[2]), "x_grad": grad(xs),
+            "dropped": dropped_case, "dropped_x_grad": grad(xd)}
+
+
+@probe
+def detach_inference(tt: Any) -> dict[str, Any]:
+    """is_inference() of detach() of a normal tensor and of an inference tensor (marked
+    through the framework's flag, not task 1.3's inference_mode): [type, value]."""
+    plain = tt.tensor(np.ones(2))
+    inference = tt.tensor(np.ones(2))
+    inference._is_inference = True
+    seen = [plain.detach().is_inference(), inference.detach().is_inference()]
+    return {"plain": [type(seen[0]).__name__, bool(seen[0])],
+            "inference": [type(seen[1]).__name__, bool(seen[1])]}

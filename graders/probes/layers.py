@@ -141,3 +141,20 @@ def inplace_option(tt: Any, kind: str, x: np.ndarray) -> dict[str, Any]:
             y = getattr(tt.nn, kind)(inplace=inplace)(t)
         out[str(inplace)] = {"returns_input": y is t, "input": array(t), "output": array(y)}
     return out
+
+
+@probe
+def kaiming_uniform_with_generator(tt: Any, shape: list[int]) -> dict[str, Any]:
+    """``kaiming_uniform_(tensor, generator=tt.Generator().manual_seed(1))`` after two
+    different global seeds; and whether the global generator was left alone (the next
+    global draw after ``tt.manual_seed(0)`` and the init equals one without the init)."""
+    drawn, after = [], []
+    for seed in (0, 5):
+        tt.manual_seed(seed)
+        tensor = tt.zeros(*shape, dtype=tt.float64)
+        tt.nn.init.kaiming_uniform_(tensor, generator=tt.Generator().manual_seed(1))
+        drawn.append(array(tensor))
+        after.append(array(tt.rand(4, dtype=tt.float64)))
+    tt.manual_seed(0)
+    plain = array(tt.rand(4, dtype=tt.float64))
+    return {"drawn": drawn, "global_untouched": bool(np.array_equal(after[0], plain))}

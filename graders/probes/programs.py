@@ -182,3 +182,40 @@ def _grad_array(tensor: Any) -> np.ndarray | None:
     """The array behind a leaf's .grad (not a copy), or None."""
     g = tensor._grad if hasattr(tensor, "_grad") else tensor.grad
     return None if g is None else getattr(g, "data", None)
+
+
+@probe
+def backward_of_recorded(tt: Any, program: dict[str, Any]) -> dict[str, Any]:
+    """The program recorded by the submission's own ``record`` (task 1.1), then backward
+    of its output with the probes' copy of task 1.2's engine (``_functions.run_backward``):
+    the leaves' gradients, so the graph 1.1 builds is graded on carrying gradients."""
+    from ._functions import run_backward
+
+    values = build(tt, program)
+    run_backward(tt, [(values[-1], None)])
+    return {"grads": [grad(v) for v in values[: len(program["leaves"])]]}
+
+
+@probe
+def record_results(tt: Any) -> dict[str, Any]:
+    """What ``record`` returns ("True when it recorded") for a call with an input that
+    requires grad under each grad mode (set through the flags), and for one whose inputs
+    do not; and ``ctx.needs_input_grad`` of a recorded call with a number argument."""
+    function_module = importlib.import_module(f"{tt.__name__}.autograd.function")
+    fns = functions(tt)
+    results = {}
+    for mode in (None, *sorted(MODES)):
+        ctx = fns.mul._backward_cls()
+        x = tt.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        y = tt.tensor(np.array([3.0, 4.0]))
+        out = tt.tensor(np.array([3.0, 8.0]))
+        with _flags(tt, mode):
+            results[mode or "default"] = function_module.record(ctx, (x, y), (out,))
+    ctx = fns.mul._backward_cls()
+    plain = function_module.record(ctx, (tt.tensor(np.ones(2)), tt.tensor(np.ones(2))),
+                                   (tt.tensor(np.ones(2)),))
+    scaled = apply(fns, "scale", [tt.tensor(np.ones(2), requires_grad=True), 3.0])
+    needs = scaled.grad_fn.needs_input_grad if scaled.grad_fn is not None else None
+    return {"results": {k: [type(v).__name__, bool(v)] for k, v in results.items()},
+            "no_input_requires_grad": [type(plain).__name__, bool(plain)],
+            "needs_input_grad": None if needs is None else list(needs)}

@@ -310,3 +310,124 @@ ALTERNATIVES = [
         why="accumulates into a new .grad tensor instead of in place",
     ),
 ]
+
+# Killing the survivors of scripts/mutation_test.py (mutmut's operators over the solution
+# regions): each stands for a surviving mutant that a new check now catches.
+MUTANTS += [
+    Mutant(
+        id="leaf-hooks-return-nothing-without-gradient",
+        task="1.4",
+        file="autograd/function.py",
+        find="""            if grads[0] is None:
+                break
+""",
+        replace="""            if grads[0] is None:
+                return
+""",
+        why="a leaf's hook runner returns nothing when the leaf gets no gradient (mutant "
+            "1.4-4b9966ffac), so backward fails where a hooked leaf receives only None",
+    ),
+    Mutant(
+        id="implicit-root-gradient-float64",
+        task="1.2",
+        file="autograd/engine.py",
+        find="        return np.ones(tensor.shape, tensor.data.dtype)\n",
+        replace="        return np.ones(tensor.shape)\n",
+        why="backward() of a float32 scalar starts from a float64 one (mutant 1.2-7a3ec58475): "
+            "the output's hooks and its node's backward see float64",
+    ),
+    Mutant(
+        id="root-gradient-shape-unchecked",
+        task="1.2",
+        file="autograd/engine.py",
+        find="""    if grad.shape != tensor.shape:
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{index}] has a shape of {grad.shape} and "
+            f"output[{index}] has a shape of {tensor.shape}."
+        )
+""",
+        replace="",
+        why="a gradient given to backward is not checked against the output's shape (mutant "
+            "1.2-a49a16c857 drops only PyTorch's message)",
+    ),
+    Mutant(
+        id="record-says-recorded-under-no-grad",
+        task="1.1",
+        file="autograd/function.py",
+        find="        return False\n    needs = tuple(",
+        replace="        return True\n    needs = tuple(",
+        why="record returns True under no_grad or inference mode although it recorded nothing "
+            "(mutant 1.1-0870949936): Function.apply then packs saved tensors for nothing",
+    ),
+    Mutant(
+        id="needs-input-grad-none-for-numbers",
+        task="1.1",
+        file="autograd/function.py",
+        find='getattr(t, "_requires_grad", False) for t in inputs',
+        replace='getattr(t, "_requires_grad", None) for t in inputs',
+        why="ctx.needs_input_grad holds None for a number argument instead of False (mutant "
+            "1.1-ab91384aa5)",
+    ),
+    Mutant(
+        id="input-meta-left-empty",
+        task="1.1",
+        file="autograd/function.py",
+        find="        meta.append((t.data.shape, t.data.dtype) if need else None)\n",
+        replace="        meta.append(None)\n",
+        why="ctx._input_meta is not filled in (mutant 1.1-dfb8ac5715): the engine cannot check "
+            "the gradients a backward returns against its inputs",
+    ),
+    Mutant(
+        id="no-grad-flag-set-to-none",
+        task="1.3",
+        file="autograd/grad_mode.py",
+        find="""        self._prev = _state.grad_enabled
+        _state.grad_enabled = False
+        # END SOLUTION""",
+        replace="""        self._prev = _state.grad_enabled
+        _state.grad_enabled = None
+        # END SOLUTION""",
+        why="no_grad stores None as the grad-mode flag (mutant 1.3-729168c86c): "
+            "is_grad_enabled() returns None, not False",
+    ),
+    Mutant(
+        id="given-gradient-keeps-its-dtype",
+        task="1.2",
+        file="autograd/engine.py",
+        find='    grad = np.asarray(getattr(grad, "data", grad), dtype=tensor.data.dtype)\n',
+        replace='    grad = np.asarray(getattr(grad, "data", grad))\n',
+        why="a gradient given to backward keeps its own dtype (mutant 1.2-b2dda737bb): a "
+            "float64 gradient for a float32 output reaches the output's hooks as float64",
+    ),
+    Mutant(
+        id="retain-grad-without-gradient-crashes",
+        task="1.4",
+        file="autograd/function.py",
+        find="            if tensor is None or grads[nr] is None:\n",
+        replace="            if tensor is None and grads[nr] is None:\n",
+        why="retain_grad fails on a tensor that gets no gradient or was dropped before "
+            "backward (mutant 1.4-1ca4f863be)",
+    ),
+    Mutant(
+        id="retain-grad-stops-at-the-first-missing-output",
+        task="1.4",
+        file="autograd/function.py",
+        find="""            if tensor is None or grads[nr] is None:
+                continue
+            if tensor._grad is None:""",
+        replace="""            if tensor is None or grads[nr] is None:
+                break
+            if tensor._grad is None:""",
+        why="a node stops keeping its retained outputs' gradients at the first output with "
+            "none (mutant 1.4-8eaf1ea791): the used output of a two-output Function loses it",
+    ),
+    Mutant(
+        id="detach-drops-inference",
+        task="1.4",
+        file="tensor.py",
+        find="        out._is_inference = self._is_inference\n        return out\n        # END SOLUTION",
+        replace="        out._is_inference = False\n        return out\n        # END SOLUTION",
+        why="detach() of an inference tensor is not an inference tensor (mutant "
+            "1.4-42367c2eeb makes it None)",
+    ),
+]

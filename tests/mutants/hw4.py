@@ -389,3 +389,20 @@ ALTERNATIVES = [
             "allowed)",
     ),
 ]
+
+# Killing the survivors of scripts/mutation_test.py (mutmut's operators over the solution
+# regions): each stands for a surviving mutant that a new check now catches.
+MUTANTS += [
+    Mutant(
+        id="layer-policy-compares-with-the-model",
+        task="4.5",
+        file="amp/layerwise.py",
+        find="""        parent = name.rpartition(".")[0] if name else None
+        if parent is None or levels[parent] != level:""",
+        replace="""        parent = "" if name else None  # compared with the model's level
+        if parent is None or levels[parent] != level:""",
+        why="a module is wrapped when its level differs from the model's rather than its "
+            "parent's (mutant 4.5-91422fbffb), so a layer back at the model's level inside "
+            "another keeps its parent's setting",
+    ),
+]

@@ -794,3 +794,17 @@ MUTANTS += [
             "(torch: [-200, 0])",
     ),
 ]
+
+# Killing the survivors of scripts/mutation_test.py (mutmut's operators over the solution
+# regions): each stands for a surviving mutant that a new check now catches.
+MUTANTS += [
+    Mutant(
+        id="kaiming-uniform-ignores-its-generator",
+        task="5.8",
+        file="nn/init.py",
+        find="    return uniform_(tensor, -bound, bound, generator)\n",
+        replace="    return uniform_(tensor, -bound, bound)\n",
+        why="kaiming_uniform_ draws from the global generator even when given one (mutant "
+            "5.8-c50803c2e1)",
+    ),
+]

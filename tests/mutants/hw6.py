@@ -160,3 +160,17 @@ ALTERNATIVES: list[Mutant] = [
         why="the wrapper launches with other tile sizes and no grouping",
     ),
 ]
+
+# Killing the survivors of scripts/mutation_test.py (mutmut's operators over the solution
+# regions): each stands for a surviving mutant that a new check now catches.
+MUTANTS += [
+    Mutant(
+        id="device-linear-dx-follows-the-weight",
+        task="6.7",
+        file="cuda/device.py",
+        find="        grad_x = matmul(g, weight.data).reshape(x.shape) if needs[0] else None\n",
+        replace="        grad_x = matmul(g, weight.data).reshape(x.shape) if needs[1] else None\n",
+        why="the device linear's input gradient is computed when the weight needs one "
+            "(mutant 6.7-6dcbc239b6): x gets no gradient through a frozen layer",
+    ),
+]

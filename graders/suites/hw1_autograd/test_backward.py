@@ -277,3 +277,64 @@ def test_engine_applies_tensor_hooks(submission, program, data):
     described = "; ".join(f"v{v}.register_hook(lambda g: g * {k})" for v, k in hooks)
     _check_grads(got, oracle.leaf_grads(program, hooks=hooks), program,
                  note=f"; hooks: {described}")
+
+
+@task("1.2")
+@settings(max_examples=examples(3))
+@given(x=arrays(np.float32, st.integers(1, 4), elements=st.floats(-2, 2, width=32)))
+def test_implicit_gradient_has_the_output_dtype(submission, x):
+    """backward() of a float32 scalar starts from a float32 one (torch.ones_like), as the
+    output's hooks see it, and x.grad is float32."""
+    got = submission.call("autograd.implicit_root_gradient", x)
+    assert_conforms(got, {"root_grads": [np.empty(())], "root_dtypes": [""], "grad": x,
+                          "grad_dtype": ""}, what="the observation")
+    t = torch.tensor(x, requires_grad=True)
+    s = torch.sin(t).sum()
+    seen = []
+    s.register_hook(lambda g: seen.append(g.detach().clone()))
+    s.backward()
+    case = f"x = tt.tensor({literal(x)}, dtype=tt.float32); s = x.sin().sum(); s.backward()"
+    assert_equal(got["root_dtypes"], [str(seen[0].dtype).replace("torch.", "")],
+                 what="dtype of the gradient backward starts from (a hook on s sees it)",
+                 case=case)
+    assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of s", case=case)
+    assert_equal(got["grad_dtype"], "float32", what="x.grad's dtype", case=case)
+    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case)
+
+
+@task("1.2")
+def test_gradient_of_the_wrong_shape_is_refused(submission):
+    """A gradient whose shape is not the output's is PyTorch's RuntimeError ("Mismatch in
+    shape: grad_output[0] has a shape of ... and output[0] has a shape of ..."), from
+    y.backward(g) and from tt.autograd.backward, before anything is accumulated."""
+    got = submission.call("autograd.gradient_shape_errors")
+    assert_conforms(got, {"method": _RAISED, "function": _RAISED, "x_grad_is_none": True},
+                    what="the observation")
+    for key, call in (("method", "y.backward(g)"), ("function", "tt.autograd.backward([y], [g])")):
+        assert_raises_like(got[key], "RuntimeError", contains=("Mismatch in shape",),
+                           what=f"{call} with y of shape (3,) and g of shape (2,)")
+    assert_equal(got["x_grad_is_none"], True, what="x.grad is None after the refused backward")
+
+
+@task("1.2")
+@settings(max_examples=examples(3))
+@given(x=arrays(np.float32, st.integers(1, 4), elements=st.floats(-2, 2, width=32)))
+def test_given_gradient_takes_the_output_dtype(submission, x):
+    """y.backward(g) with a float64 g for a float32 y starts from g cast to float32 (torch
+    casts it to the output's dtype), as the output's hooks see it."""
+    g = np.linspace(-1.0, 1.0, len(x)) + 1 / 3  # not exact in float32
+    got = submission.call("autograd.explicit_root_gradient", x, g)
+    assert_conforms(got, {"root_grads": [x], "root_dtypes": [""], "grad": x},
+                    what="the observation")
+    t = torch.tensor(x, requires_grad=True)
+    y = torch.sin(t)
+    seen = []
+    y.register_hook(lambda grad_: seen.append(grad_.detach().clone()))
+    y.backward(torch.tensor(g))
+    case = (f"x = tt.tensor({literal(x)}, dtype=tt.float32); y = x.sin(); "
+            f"y.backward(tt.tensor({literal(g)}, dtype=tt.float64))")
+    assert_equal(got["root_dtypes"], [str(seen[0].dtype).replace("torch.", "")],
+                 what="dtype of the gradient backward starts from (a hook on y sees it)",
+                 case=case)
+    assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of y", case=case)
+    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case)

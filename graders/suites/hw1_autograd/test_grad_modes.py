@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+
+import torch
 from hypothesis import example, given, settings
 
 from graders.checks import (
@@ -159,3 +162,28 @@ def test_eval_does_not_disable_autograd(submission):
                           "no_grad_records": True}, what="the observation")
     assert_equal(got, {"training": False, "eval_records": True, "eval_requires_grad": True,
                        "no_grad_records": False}, what="recording in eval mode and under no_grad")
+
+
+@task("1.3")
+def test_mode_queries_return_bools(submission):
+    """is_grad_enabled() and is_inference_mode_enabled() return a bool (as torch's) outside
+    any context and inside each grad-mode context manager."""
+    got = submission.call("autograd.grad_mode_query_types")
+    contexts = {
+        "none": contextlib.nullcontext, "no_grad": torch.no_grad,
+        "enable_grad": torch.enable_grad,
+        "set_grad_enabled(False)": lambda: torch.set_grad_enabled(False),
+        "set_grad_enabled(True)": lambda: torch.set_grad_enabled(True),
+        "inference_mode()": torch.inference_mode,
+        "inference_mode(False)": lambda: torch.inference_mode(False),
+    }
+    expected = {}
+    for name, make in contexts.items():
+        with make():
+            expected[name] = [[type(v).__name__, v]
+                              for v in (torch.is_grad_enabled(), torch.is_inference_mode_enabled())]
+    assert_conforms(got, {k: [["", True], ["", True]] for k in expected}, what="the observation")
+    for context, values in expected.items():
+        assert_equal(got[context], values,
+                     what=f"inside {context}: [type, value] of is_grad_enabled() and of "
+                          "is_inference_mode_enabled()")

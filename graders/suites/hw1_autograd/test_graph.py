@@ -8,10 +8,11 @@ attributes are graded on what torch's Function machinery does with each kind of 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from graders.checks import assert_conforms, assert_equal
+from graders.checks import assert_close, assert_conforms, assert_equal
 from graders.oracle import programs as oracle
 from graders.probes.programs import MODES
 from graders.strategies.programs import (
@@ -142,3 +143,49 @@ def test_recording_follows_grad_mode(submission, program, mode):
     that backward then refuses), a quirk tinytrain does not copy."""
     got = _observed_graph(submission, program, mode)
     _compare_attributes(got, oracle.graph(program, mode), program, mode)
+
+
+@task("1.1")
+@settings(max_examples=examples(10))
+@given(program=programs(extended=True))
+@_with_key_programs
+def test_recorded_graph_carries_gradients(submission, program):
+    """The graph the submission records (next_functions, output numbers, the input and
+    output metadata the engine reads) carries torch's gradients to the leaves when the
+    probes' own copy of the 1.2 engine runs backward on it."""
+    got = submission.call("programs.backward_of_recorded", program)
+    n_leaves = len(program["leaves"])
+    assert_conforms(got, {"grads": [None] * n_leaves}, what="the observation")
+    expected = oracle.leaf_grads(program)
+    for i, (g, e) in enumerate(zip(got["grads"], expected, strict=True)):
+        if e is None or g is None:
+            assert_equal(g is None, e is None, what=f"x{i}.grad is None", case=describe(program))
+        else:
+            assert_close(g, e, what=f"x{i}.grad (backward by the probes' engine on the "
+                         "recorded graph)", case=describe(program),
+                         reproducer=reproducer(program))
+
+
+@task("1.1")
+def test_record_result_and_needs_input_grad(submission):
+    """record returns True exactly when it recorded (grad mode on, not inference mode, an
+    input that requires grad): Function.apply packs saved tensors only then; and
+    ctx.needs_input_grad is a bool per argument, False for a number (as torch's)."""
+    got = submission.call("programs.record_results")
+    modes = ["default", *sorted(MODES)]
+    assert_conforms(got, {"results": {m: ["", True] for m in modes},
+                          "no_input_requires_grad": ["", True], "needs_input_grad": [True, True]},
+                    what="the observation")
+    for mode in modes:
+        grad_on, inference_on = MODES.get(mode, (True, False))
+        x = torch.ones(2, requires_grad=True)
+        with torch.inference_mode(inference_on), torch.set_grad_enabled(grad_on):
+            expected = (x * torch.ones(2)).grad_fn is not None  # torch records this call
+        assert_equal(got["results"][mode], ["bool", expected],
+                     what=f"record(ctx, (x, y), outputs) with x.requires_grad, grad mode "
+                          f"{mode}: [type, value] of what it returns")
+    assert_equal(got["no_input_requires_grad"], ["bool", False],
+                 what="record(...) when no input requires grad: [type, value]")
+    assert_equal(got["needs_input_grad"], [True, False],
+                 what="grad_fn.needs_input_grad of Scale.apply(x, 3.0) with x.requires_grad "
+                      "(torch: (True, False))")

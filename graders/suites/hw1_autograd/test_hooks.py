@@ -206,3 +206,117 @@ def test_retain_grad_misuse(submission):
     assert_close(got["mid_grad"], np.array([2.0, 2.0]),
                  what="mid.grad (retain_grad() twice must not count the gradient twice)",
                  case=case)
+
+
+@task("1.4")
+@settings(max_examples=examples(3))
+@given(x=vectors)
+def test_hooks_on_tensors_that_get_no_gradient(submission, x):
+    """A tensor whose every gradient is None (its consumer's backward returned None) may
+    carry hooks, on a leaf and on a non-leaf: backward goes through, the leaf's .grad stays
+    None and the other leaf gets its gradient, as in torch."""
+    got = submission.call("autograd.hooks_without_gradient", x)
+    assert_conforms(got, {"backward": _RAISED, "x_grad_is_none": True, "w_grad": None},
+                    what="the observation")
+
+    class Zero(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return torch.zeros_like(a)
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    t, w = torch.tensor(x, requires_grad=True), torch.ones(len(x), dtype=torch.float64,
+                                                           requires_grad=True)
+    t.register_hook(lambda g: None)
+    mid = torch.sin(t)
+    mid.register_hook(lambda g: None)
+    (Zero.apply(mid) + 2.0 * w).sum().backward()
+    case = (f"x = {literal(x)} and mid = sin(x), each with a hook; w = ones; "
+            "(zero(mid) + 2 * w).sum().backward(), zero's backward returning None")
+    assert_raises_like(got["backward"], None, what="backward", case=case)
+    assert_equal(got["x_grad_is_none"], t.grad is None, what="x.grad is None", case=case)
+    assert_close(got["w_grad"], w.grad.numpy(), what="w.grad", case=case)
+
+
+@task("1.4")
+@settings(max_examples=examples(3))
+@given(x=vectors)
+def test_retain_grad_with_nothing_to_keep(submission, x):
+    """retain_grad on a tensor that gets no gradient (its consumer's backward returned
+    None; the unused output of a two-output Function beside a used one) keeps None there
+    and the gradient where there is one; on a tensor dropped before backward it is
+    harmless. As in torch."""
+    got = submission.call("autograd.retain_grad_without_gradient", x)
+    assert_conforms(got, {"zero": _RAISED, "mid_grad_is_none": True, "w_grad": x,
+                          "two_outputs": _RAISED, "first_grad_is_none": True,
+                          "second_grad": x, "x_grad": x, "dropped": _RAISED,
+                          "dropped_x_grad": x}, what="the observation")
+
+    class Zero(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return torch.zeros_like(a)
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    class SinCos(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a.sin(), a.cos()
+
+        @staticmethod
+        def backward(ctx, g_sin, g_cos):
+            (a,) = ctx.saved_tensors
+            return g_sin * a.cos() - g_cos * a.sin()
+
+    t, w = torch.tensor(x, requires_grad=True), torch.ones(len(x), dtype=torch.float64,
+                                                           requires_grad=True)
+    mid = torch.sin(t)
+    mid.retain_grad()
+    (Zero.apply(mid) + 2.0 * w).sum().backward()
+    case = f"x = {literal(x)}; mid = x.sin(); mid.retain_grad(); (zero(mid) + 2 * w).sum()"
+    assert_raises_like(got["zero"], None, what="backward", case=case)
+    assert_equal(got["mid_grad_is_none"], mid.grad is None, what="mid.grad is None", case=case)
+    assert_close(got["w_grad"], w.grad.numpy(), what="w.grad", case=case)
+    ts = torch.tensor(x, requires_grad=True)
+    first, second = SinCos.apply(ts)
+    first.retain_grad()
+    second.retain_grad()
+    second.sum().backward()
+    case = (f"x = {literal(x)}; s, c = sincos(x); s.retain_grad(); c.retain_grad(); "
+            "c.sum().backward()")
+    assert_raises_like(got["two_outputs"], None, what="backward", case=case)
+    assert_equal(got["first_grad_is_none"], first.grad is None, what="s.grad is None", case=case)
+    assert_close(got["second_grad"], second.grad.numpy(), what="c.grad", case=case)
+    assert_close(got["x_grad"], ts.grad.numpy(), what="x.grad", case=case)
+    td = torch.tensor(x, requires_grad=True)
+    dropped = torch.sin(td)
+    dropped.retain_grad()
+    out = dropped.sum()
+    del dropped
+    out.backward()
+    case = f"x = {literal(x)}; m = x.sin(); m.retain_grad(); out = m.sum(); del m; out.backward()"
+    assert_raises_like(got["dropped"], None, what="backward", case=case)
+    assert_close(got["dropped_x_grad"], td.grad.numpy(), what="x.grad", case=case)
+
+
+@task("1.4")
+def test_detach_keeps_inference(submission):
+    """detach() of an inference tensor is an inference tensor, of a normal one not
+    (is_inference() a bool, as torch's)."""
+    got = submission.call("autograd.detach_inference")
+    assert_conforms(got, {"plain": ["", True], "inference": ["", True]}, what="the observation")
+    plain = torch.ones(2)
+    with torch.inference_mode():
+        inference = torch.ones(2)
+    for key, tensor in (("plain", plain), ("inference", inference)):
+        value = tensor.detach().is_inference()
+        assert_equal(got[key], [type(value).__name__, value],
+                     what=f"detach() of {'an inference' if key == 'inference' else 'a normal'} "
+                          "tensor: [type, value] of is_inference()")

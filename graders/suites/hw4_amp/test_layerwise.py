@@ -88,3 +88,21 @@ def test_o2_is_refused_per_layer(submission):
     conform(got, RAISED, what="opt_levels.resolve_error")
     assert_raises_like(got, "ValueError", contains=("O2",),
                        what="resolve_levels(model, {'MLP': 'O2'})")
+
+
+@task("4.5")
+@settings(max_examples=2)
+@given(outer=st.booleans())
+def test_a_layer_back_at_an_outer_level_is_wrapped(submission, outer):
+    """A module whose level differs from its parent's is wrapped even when it equals the
+    level of a module further up: attention at O1 inside a Block at O3 inside a model at
+    O1 runs under autocast (its parent is the Block, not the model)."""
+    rules = {"GPT": "O1", "Block": "O3", "CausalSelfAttention": "O1"}
+    got = submission.call("opt_levels.layer_policy_run", GPT_TREE, rules, outer)
+    expected = oracle.layer_policy_run(GPT_TREE, rules, outer)
+    conform(got, {**loose(expected), "seen": Kind(dict)}, what="opt_levels.layer_policy_run")
+    case = _case(GPT_TREE, rules, outer)
+    for name, calls in expected["seen"].items():
+        assert_equal(got["seen"].get(name), calls, case=case,
+                     what=f"module {name or '(model)'}: [autocast on?, input dtype, "
+                          "parameter dtype] seen in its forward")

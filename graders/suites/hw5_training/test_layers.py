@@ -307,3 +307,31 @@ def test_module_on_extreme_logits(submission, kind, options, dtype):
     spec = {"kind": kind, "kwargs": options, "inputs": inputs, "grads": grads,
             "grad_output": grad_output.astype(dtype) if out_shape else None}
     _check_run(submission, spec)
+
+
+@task("5.8")
+def test_kaiming_uniform_draws_from_the_generator_given(submission):
+    """kaiming_uniform_(tensor, generator=g) draws from g (as torch's): the same seed of g
+    gives the same values whatever the global seed, and the global generator is left
+    where it was."""
+    got = submission.call("layers.kaiming_uniform_with_generator", [3, 4])
+    conform(got, {"drawn": [Shaped([3, 4]), Shaped([3, 4])], "global_untouched": True},
+            what="layers.kaiming_uniform_with_generator")
+
+    def torch_run(seed):
+        torch.manual_seed(seed)
+        t = torch.empty(3, 4)
+        torch.nn.init.kaiming_uniform_(t, generator=torch.Generator().manual_seed(1))
+        return t, torch.rand(2)
+
+    (first, after), (second, _) = torch_run(0), torch_run(5)
+    torch.manual_seed(0)
+    what = ("tt.nn.init.kaiming_uniform_(tt.zeros(3, 4), generator=tt.Generator()"
+            ".manual_seed(1)) after tt.manual_seed(0) and after tt.manual_seed(5)")
+    assert_equal(bool(np.array_equal(got["drawn"][0], got["drawn"][1])),
+                 bool(torch.equal(first, second)), what=f"{what}: the same values")
+    assert_equal(got["global_untouched"], bool(torch.equal(after, torch.rand(2))),
+                 what=f"{what}: the global generator left alone")
+    bound = torch.nn.init.calculate_gain("leaky_relu", 0) * math.sqrt(3.0 / 4)  # fan_in 4
+    assert_equal(bool(np.abs(got["drawn"][0]).max() <= bound), True,
+                 what=f"{what}: every value inside U(-{bound:.4g}, {bound:.4g})")
