@@ -71,6 +71,10 @@ def attack(cfg: dict[str, Any]) -> None:
         import importlib
 
         torch = importlib.import_module("torch")
+        if getattr(torch, "__file__", None) is None:
+            # a folder the worker may see but not enter imports as an empty namespace
+            # package (a world-readable virtual environment): no torch to use
+            return ""
         return f"torch {torch.__version__}"
 
     def torch_blocker_removed() -> str:

@@ -255,10 +255,11 @@ def test_grading_on_a_terminal_shows_progress(tmp_path):
         proc.wait(timeout=60)
         os.close(main)
     assert proc.returncode == 0, shown
-    assert "grading task 1.1 (1 of 1): 4/4 tests done" in shown
+    count = sum(1 for t in json.loads((tmp_path / "tty" / "score.json").read_text())["tasks"][0]["tests"])
+    assert f"grading task 1.1 (1 of 1): {count}/{count} tests done" in shown
     table = shown.index("task   title")
     assert shown[:table].endswith("\r\x1b[K")  # the line is gone before the table
-    assert "[todo] 1.1: 4 of 4 tests stop at a stub" in shown[table:]
+    assert f"[todo] 1.1: {count} of {count} tests stop at a stub" in shown[table:]
 
 
 

@@ -217,7 +217,11 @@ def test_a_read_past_the_end_is_reported_even_when_the_result_is_right(fake_subm
 
 def test_a_wild_pointer_is_reported_not_a_segfault(fake_submission):
     oob = run_probe(fake_submission, _launch("wild_kernel"))["oob"]
-    assert oob["access"] == "store" and oob["offset"] == 1_000_000_000
+    # the address is described from the buffer nearest to it: y (the kernel's base) or x,
+    # whichever NumPy placed closer, a few KB apart
+    assert oob["access"] == "store" and oob["buffer"] in ("x", "y")
+    expected = 1_000_000_000 if oob["buffer"] == "y" else None
+    assert oob["offset"] == expected or abs(oob["offset"] - 1_000_000_000) < 1_000_000, oob
 
 
 def test_a_write_into_a_gap_of_a_strided_buffer_is_caught_by_the_guards(fake_submission):
