@@ -180,10 +180,10 @@ def _values(array: np.ndarray) -> str:
     return re.sub(r"\b(inf|nan)\b", r"float('\1')", literal(array))
 
 
-def _tensor_source(t: T, name: str, with_grad: bool) -> str:
+def _tensor_source(t: T, name: str, with_grad: bool, contiguous: bool = False) -> str:
     dtype = t.value.dtype.name
     values = _values(t.value)
-    if t.layout == "contiguous":
+    if t.layout == "contiguous" or contiguous:
         grad = ", requires_grad=True" if with_grad and t.grad else ""
         return f"{name} = tt.tensor({values}, dtype=tt.{dtype}{grad})"
     array = f"np.array({values}, dtype=np.{dtype})"
@@ -196,14 +196,30 @@ def _tensor_source(t: T, name: str, with_grad: bool) -> str:
 
 
 def reproducer(call: str, sample: Sample, grad_outputs: list[np.ndarray | None] | None = None,
-               n_outputs: int = 1) -> str:
-    """A tinytrain snippet a student can paste: the inputs, the call, and (with
-    ``grad_outputs``) the backward and the gradients."""
+               n_outputs: int = 1, *, view: bool = False, raises: str | None = None) -> str:
+    """A tinytrain script a student can run: the inputs, the call, and (with
+    ``grad_outputs``) the backward and the gradients; with ``view``, whether the output
+    is a view of the first input; with ``raises`` (what PyTorch raises), the exception."""
     names = tensor_names(sample)
     lines = ["import numpy as np", "import tinytrain as tt"]
     backward = grad_outputs is not None
-    lines += [_tensor_source(t, names[id(t)], backward) for t in sample.tensors()]
-    lines.append(f"out = {call_source(call, sample, names)}")
+    # (the view probe makes its inputs contiguous)
+    lines += [_tensor_source(t, names[id(t)], backward, contiguous=view)
+              for t in sample.tensors()]
+    source = call_source(call, sample, names)
+    if raises is not None:
+        return "\n".join([*lines, "try:", f"    out = {source}", '    print("raised nothing")',
+                          f"except Exception as error:  # PyTorch: {raises}",
+                          "    print(type(error).__name__, error)"])
+    lines.append(f"out = {source}")
+    if view:
+        first = names[id(sample.tensors()[0])]
+        out = "out[0]" if n_outputs > 1 else "out"
+        return "\n".join([*lines, "# PyTorch: True True True (a view shares memory and the "
+                                  "version counter, and _base is the input)",
+                          f"print(np.shares_memory({out}.data, {first}.data), "
+                          f"{out}._version_counter is {first}._version_counter, "
+                          f"{out}._base is {first})"])
     if not backward:
         lines.append("print(out)")
         return "\n".join(lines)
