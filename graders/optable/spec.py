@@ -180,9 +180,10 @@ def _values(array: np.ndarray) -> str:
     return re.sub(r"\b(inf|nan)\b", r"float('\1')", literal(array))
 
 
-def _tensor_source(t: T, name: str, with_grad: bool, contiguous: bool = False) -> str:
+def _tensor_source(t: T, name: str, with_grad: bool, contiguous: bool = False,
+                   values: str | None = None) -> str:
     dtype = t.value.dtype.name
-    values = _values(t.value)
+    values = _values(t.value) if values is None else values
     if t.layout == "contiguous" or contiguous:
         grad = ", requires_grad=True" if with_grad and t.grad else ""
         return f"{name} = tt.tensor({values}, dtype=tt.{dtype}{grad})"
@@ -196,15 +197,20 @@ def _tensor_source(t: T, name: str, with_grad: bool, contiguous: bool = False) -
 
 
 def reproducer(call: str, sample: Sample, grad_outputs: list[np.ndarray | None] | None = None,
-               n_outputs: int = 1, *, view: bool = False, raises: str | None = None) -> str:
+               n_outputs: int = 1, *, view: bool = False, raises: str | None = None,
+               setup: tuple[str, ...] = (), values: dict[str, str] | None = None) -> str:
     """A tinytrain script a student can run: the inputs, the call, and (with
     ``grad_outputs``) the backward and the gradients; with ``view``, whether the output
-    is a view of the first input; with ``raises`` (what PyTorch raises), the exception."""
+    is a view of the first input; with ``raises`` (what PyTorch raises), the exception.
+    ``values``: NumPy expressions for the values of some inputs (by name: x, y, ...),
+    after the ``setup`` lines, instead of literals (large drawn inputs: a seeded
+    generator gives the same values in a few characters)."""
     names = tensor_names(sample)
-    lines = ["import numpy as np", "import tinytrain as tt"]
+    lines = ["import numpy as np", "import tinytrain as tt", *setup]
     backward = grad_outputs is not None
     # (the view probe makes its inputs contiguous)
-    lines += [_tensor_source(t, names[id(t)], backward, contiguous=view)
+    lines += [_tensor_source(t, names[id(t)], backward, contiguous=view,
+                             values=(values or {}).get(names[id(t)]))
               for t in sample.tensors()]
     source = call_source(call, sample, names)
     if raises is not None:

@@ -191,48 +191,62 @@ def describe(program: dict[str, Any]) -> str:
     return f"leaves [{leaves}]; {'; '.join(parts)}"
 
 
-# The probes' own Functions (``graders.probes._functions``) as source text, read from the
-# probe module itself, so a reproducer runs exactly the forward and backward the grader
-# ran: it then needs none of assignment 2's operators. In the probe module they derive
-# from a base class and log their backward calls; a reproducer's derive from
-# tt.autograd.Function and log nothing.
-_PROBE_FUNCTIONS = Path(__file__).resolve().parents[1] / "probes" / "_functions.py"
+# The probes' own Functions (``graders.probes._functions`` and others) as source text,
+# read from the probe modules themselves, so a reproducer runs exactly the forward and
+# backward the grader ran: it then needs none of assignment 2's operators. In a probe
+# module they derive from a base class and may log their backward calls; a reproducer's
+# derive from tt.autograd.Function and log nothing.
+_PROBES = Path(__file__).resolve().parents[1] / "probes"
 _CALL_LOG = re.compile(r"^\s*calls\.append\(.*\)\n", re.M)
 
 
 @functools.cache
-def _probe_functions() -> dict[str, tuple[str, str]]:
-    """{op name: (class name, source)} of every probe Function."""
-    text = _PROBE_FUNCTIONS.read_text()
+def _probe_module(module: str, builder: str) -> tuple[dict[str, str], ast.FunctionDef]:
+    text = (_PROBES / f"{module}.py").read_text()
     tree = ast.parse(text)
-    builder = next(node for node in tree.body
-                   if isinstance(node, ast.FunctionDef) and node.name == "functions")
+    function = next(node for node in tree.body
+                    if isinstance(node, ast.FunctionDef) and node.name == builder)
     sources = {}
-    for node in builder.body:
+    for node in function.body:
         if isinstance(node, ast.ClassDef):
             source = textwrap.dedent(" " * node.col_offset
                                      + ast.get_source_segment(text, node, padded=False))
             source = source.replace(f"class {node.name}(base):",
                                     f"class {node.name}(tt.autograd.Function):", 1)
             sources[node.name] = _CALL_LOG.sub("", source).rstrip()
+    return sources, function
+
+
+def classes_source(names: list[str], module: str = "_functions",
+                   builder: str = "functions") -> str:
+    """The tinytrain source of the Function classes ``names`` that ``builder`` in probe
+    module ``module`` defines, in the module's order, under a comment saying what they
+    are."""
+    sources, _ = _probe_module(module, builder)
+    chosen = [source for name, source in sources.items() if name in names]
+    return "\n\n\n".join(["# the grader's small Functions: its probes build graphs with "
+                           "these, not with\n# tinytrain's operators", *chosen])
+
+
+@functools.cache
+def _probe_functions() -> dict[str, str]:
+    """{op name: class name} of the Functions of ``graders.probes._functions``."""
+    sources, builder = _probe_module("_functions", "functions")
     namespace = next(node.value for node in builder.body if isinstance(node, ast.Assign)
                      and isinstance(node.value, ast.Call)
                      and getattr(node.value.func, "id", "") == "SimpleNamespace")
-    return {kw.arg: (kw.value.id, sources[kw.value.id]) for kw in namespace.keywords
+    return {kw.arg: kw.value.id for kw in namespace.keywords
             if isinstance(kw.value, ast.Name) and kw.value.id in sources}
 
 
 def function_class(op: str) -> str:
     """The class name of the probe Function for a probe op name ("torch_mul": TorchMul)."""
-    return _probe_functions()[op][0]
+    return _probe_functions()[op]
 
 
 def functions_source(ops: list[str]) -> str:
-    """The tinytrain source of the probe Functions for ``ops`` (probe op names), each
-    once in the probe module's order, under a comment saying what they are."""
-    chosen = [source for op, (_, source) in _probe_functions().items() if op in ops]
-    return "\n\n\n".join(["# the grader's small Functions: its probes build graphs with "
-                           "these, not with\n# tinytrain's operators", *chosen])
+    """The tinytrain source of the probe Functions for ``ops`` (probe op names)."""
+    return classes_source([function_class(op) for op in ops if op in _probe_functions()])
 
 
 # The probes set the grad-mode flags directly (task 1.3's context managers are graded on

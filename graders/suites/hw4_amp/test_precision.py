@@ -28,6 +28,7 @@ from graders.oracle import ops as ops_oracle
 from graders.oracle import precision as oracle
 from graders.strategies.ops import Draw, Sample, T
 from graders.strategies.precision import FLOATS, LOW, edge_values, gradient_values
+from graders.strategies.programs import classes_source
 from graders.suites._support import examples, literal, task
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", *FLOATS]
@@ -129,18 +130,24 @@ def test_cast(submission, values, source, call, target, data):
                  reproducer=repro + "\ny.backward(g)  # g: the incoming gradient\nprint(x.grad)")
 
 
-def _opmath_case(draw: Any, name: str) -> list[np.ndarray]:
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="seed"))
+def _opmath_case(draw: Any, name: str) -> tuple[list[np.ndarray], list[str]]:
+    """The inputs, and the NumPy code that draws them again (a seeded generator)."""
+    seed = draw(st.integers(0, 2**32 - 1), label="seed")
     if name == "matmul":  # all positive: every product adds up, so rounding errors do too
         n, k, m = (draw(st.integers(1, 6), label="n"), draw(st.integers(64, 512), label="k"),
                    draw(st.integers(1, 6), label="m"))
-        return [rng.uniform(0, 1, (n, k)), rng.uniform(0, 1, (k, m))]
-    if name == "sum_last":
-        return [rng.uniform(0, 1, (draw(st.integers(1, 3)), draw(st.integers(200, 2000))))]
-    if name == "exp":
-        return [rng.uniform(-4, 4, (draw(st.integers(1, 50)),))]
-    shape = (draw(st.integers(1, 50)),)
-    return [rng.uniform(-4, 4, shape), rng.uniform(-4, 4, shape)]
+        ranges = [(0, 1, (n, k)), (0, 1, (k, m))]
+    elif name == "sum_last":
+        ranges = [(0, 1, (draw(st.integers(1, 3)), draw(st.integers(200, 2000))))]
+    elif name == "exp":
+        ranges = [(-4, 4, (draw(st.integers(1, 50)),))]
+    else:
+        shape = (draw(st.integers(1, 50)),)
+        ranges = [(-4, 4, shape), (-4, 4, shape)]
+    rng = np.random.default_rng(seed)
+    return ([rng.uniform(lo, hi, shape) for lo, hi, shape in ranges],
+            [f"rng = np.random.default_rng({seed})",
+             *[f"rng.uniform({lo}, {hi}, {shape})" for lo, hi, shape in ranges]])
 
 
 TORCH_OPMATH = {"matmul": torch.matmul, "sum_last": lambda a: a.sum(-1), "exp": torch.exp,
@@ -148,6 +155,28 @@ TORCH_OPMATH = {"matmul": torch.matmul, "sum_last": lambda a: a.sum(-1), "exp": 
 OPMATH_SOURCE = {"matmul": "a @ b (a (n, k), b (k, m), k from 64 to 512)",
                  "sum_last": "a.sum(-1) over 200 to 2000 elements", "exp": "a.exp()",
                  "mul": "a * b"}
+
+
+OPMATH_CLASSES = {"matmul": "Matmul", "sum_last": "SumLast", "exp": "Exp", "mul": "Mul"}
+
+
+def _opmath_reproducer(name: str, dtype: str, draws: list[str], grad_seed: int) -> str:
+    """The probe's Function applied to the same low-precision leaves, then backward."""
+    cls = OPMATH_CLASSES[name]
+    leaves = [f"t{i}" for i in range(len(draws) - 1)]
+    return "\n".join([
+        "import numpy as np", "import tinytrain as tt", "",
+        classes_source([cls], module="precision"), "", "",
+        f"# Function.apply must run {cls}'s plain NumPy forward on float32 copies and round",
+        f"# its outputs (and, in backward, its gradients) to {dtype} once",
+        draws[0],
+        *[f"{t} = tt.tensor({draw}, dtype=tt.{dtype}, requires_grad=True)"
+          for t, draw in zip(leaves, draws[1:], strict=True)],
+        f"out = {cls}.apply({', '.join(leaves)})",
+        f"g = np.random.default_rng({grad_seed}).uniform(-1, 1, out.shape)",
+        f"out.backward(tt.tensor(g, dtype=tt.{dtype}))",
+        "print(out)",
+        *[f'print("{t}.grad:", {t}.grad)' for t in leaves]])
 
 
 @task("4.1")
@@ -160,19 +189,19 @@ def test_opmath(submission, name, data, dtype):
     the gradients are PyTorch's, which computes in float32 and rounds once. A matmul or a
     long sum that accumulated in low precision would be far off; so would an output left
     in float32."""
-    values = [np.asarray(v).astype(oracle.NUMPY_DTYPES[dtype]) for v in _opmath_case(data.draw, name)]
+    drawn, draws = _opmath_case(data.draw, name)
+    values = [np.asarray(v).astype(oracle.NUMPY_DTYPES[dtype]) for v in drawn]
     leaves = [oracle.torch_of(v).requires_grad_(True) for v in values]
     out = TORCH_OPMATH[name](*leaves)
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="grad seed"))
+    grad_seed = data.draw(st.integers(0, 2**32 - 1), label="grad seed")
+    rng = np.random.default_rng(grad_seed)
     g = rng.uniform(-1, 1, tuple(out.shape)).astype(oracle.NUMPY_DTYPES[dtype])
     out.backward(oracle.torch_of(g))
     got = submission.call("precision.opmath", name, values, dtype, g)
     conform(got, {"output": OBSERVED, "grads": [Kind(None, dict)] * len(values)},
             what="precision.opmath")
     case = f"{OPMATH_SOURCE[name]}, {dtype} inputs of shapes {[list(v.shape) for v in values]}"
-    repro = (f"# a Function whose forward is plain NumPy ({OPMATH_SOURCE[name]}), applied to "
-             f"{dtype} tensors:\n# Function.apply must run it on float32 copies and round "
-             f"its outputs (and, in backward, its gradients) to {dtype} once")
+    repro = _opmath_reproducer(name, dtype, draws, grad_seed)
     assert_close(got["output"]["value"], oracle.numpy_of(out), what=f"{name}: output",
                  case=case, reproducer=repro)
     for i, (leaf, grad) in enumerate(zip(leaves, got["grads"], strict=True)):
@@ -191,7 +220,8 @@ def test_matmul_accumulates_in_float32(submission, call, data, dtype):
     positive values): PyTorch's result is the float32 product (accumulated in float32, as
     tensor cores do) rounded once, so it must match at assert_close's tolerance; one that
     accumulated in low precision drifts by several units of rounding."""
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    rng = np.random.default_rng(seed)
     n, k, m = data.draw(st.integers(1, 5)), data.draw(st.integers(64, 512)), data.draw(st.integers(1, 5))
     low = oracle.NUMPY_DTYPES[dtype]
     a = rng.uniform(0, 1, (n, k)).astype(low)
@@ -204,7 +234,10 @@ def test_matmul_accumulates_in_float32(submission, call, data, dtype):
     conform(got, {"outputs": [Kind(np.ndarray)], "grads": [Kind(None, np.ndarray)] * 2},
             what="precision.low_precision_op")
     case = describe(sample)
-    repro = reproducer(call, sample)
+    # the inputs from the same seeded generator (hundreds of values each)
+    repro = reproducer(call, sample, grads, setup=(f"rng = np.random.default_rng({seed})",),
+                       values={"x": f"rng.uniform(0, 1, {a.shape})",
+                               "y": f"rng.uniform(0, 1, {b.shape})"})
     assert_close(got["outputs"][0], expected["outputs"][0], what=f"{call}: output", case=case,
                  reproducer=repro)
     for name, g, e in zip(("a", "b"), got["grads"], expected["grads"], strict=True):
