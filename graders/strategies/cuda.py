@@ -27,6 +27,7 @@ class Values:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.lines = [f"rng = np.random.default_rng({seed})"]
+        self.names: dict[int, str] = {}  # id of each drawn array: its name in ``lines``
 
     # structure (Hypothesis)
     def __call__(self, strategy: st.SearchStrategy) -> Any:
@@ -49,6 +50,7 @@ class Values:
         value = (self.rng.standard_normal(shape) * scale + shift).astype(dtype)
         self.lines.append(f"{name} = (rng.standard_normal({shape}) * {scale!r} + {shift!r})"
                           f".astype({NP_NAMES[dtype]})")
+        self.names[id(value)] = name
         return value
 
     def uniform(self, name: str, shape: tuple[int, ...], dtype: str, low: float,
@@ -57,12 +59,14 @@ class Values:
         value = self.rng.uniform(low, high, shape).astype(dtype)
         self.lines.append(f"{name} = rng.uniform({low!r}, {high!r}, {shape})"
                           f".astype({NP_NAMES[dtype]})")
+        self.names[id(value)] = name
         return value
 
     def integers(self, name: str, shape: tuple[int, ...], low: int, high: int) -> np.ndarray:
         shape = tuple(int(s) for s in shape)
         value = self.rng.integers(low, high, shape).astype(np.int64)
         self.lines.append(f"{name} = rng.integers({low}, {high}, {shape}).astype(np.int64)")
+        self.names[id(value)] = name
         return value
 
     def note(self, line: str) -> None:
