@@ -4,6 +4,7 @@ written, outputs never written (still NaN), and values against torch."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -123,13 +124,13 @@ def check_launch(submission: Any, info: KernelInfo, case: Case, label: str = "")
 
 
 def _wrapper_call(info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
-                  names: dict[int, str]) -> list[str]:
+                  name_of: Callable[[Any], str | None]) -> list[str]:
     """The lines that lay the arguments out as the probe does and call the wrapper."""
     lines, sources = [], []
     for a in args:
         array, layout = (a["array"], a.get("layout", "contiguous")) \
             if isinstance(a, dict) and "array" in a else (a, "contiguous")
-        name = names.get(id(array))
+        name = name_of(array)
         if name is None:
             sources.append(repr(array) if not isinstance(array, np.ndarray)
                            else f"np.array({literal(array)}, dtype=np.{array.dtype.name})")
@@ -150,9 +151,9 @@ def _wrapper_call(info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
 
 def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
                   expected: list[Expect], description: str, values_code: list[str],
-                  names: dict[int, str] | None = None) -> None:
+                  name_of: Callable[[Any], str | None] = lambda _: None) -> None:
     """Call a task's host function, check its results and that it launched its kernels.
-    ``names``: the name ``values_code`` gives each drawn array (by id)."""
+    ``name_of``: the name ``values_code`` gives a drawn array."""
     obs = submission.call("cuda.wrapper", info.module, info.name, args, kwargs)
     results = [np.empty(np.shape(e.value)) for e in expected]
     assert_conforms(obs, {"results": results, "launched": None}, what=info.name)
@@ -167,7 +168,7 @@ def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: d
             "the work must be done by the task's Triton kernels, not by NumPy in the wrapper"
             f"\n  case: {description}")
     repro = "\n".join(["import numpy as np", "import tinytrain as tt", *values_code,
-                       *_wrapper_call(info, args, kwargs, names or {})])
+                       *_wrapper_call(info, args, kwargs, name_of)])
     for k, (got, expect) in enumerate(zip(obs["results"], expected)):
         check_values(f"result {k}" if len(expected) > 1 else "the result", got, expect,
                      what=f"tt.cuda.{info.module}.{info.name}", case=description, repro=repro)

@@ -27,6 +27,6 @@ def test_wrapper(submission, info):
         values = Values(data)
         args, kwargs, expected, description = info.call(values)
         check_wrapper(submission, info, args, kwargs, expected, description, values.lines,
-                      values.names)
+                      values.name_of)
 
     drawn()
