@@ -139,10 +139,8 @@ def test_reproducers_run_at_the_students_stage(mutant: Mutant, tmp_path: Path) -
     assert score["_exit"] == 0, score["_stdout"]
     got, full = task_scores(score)[mutant.task]
     assert got < full, f"{mutant.id} is not caught by task {mutant.task} at the student's stage"
-    found = printed_reproducers(score)
-    assert found, f"no failing test of {mutant.id} prints a reproducer"
     problems = []
-    for i, (code, test) in enumerate(found.items()):
+    for i, (code, test) in enumerate(printed_reproducers(score).items()):
         problem = reproducer_problem(code, mutated, reference, tmp_path / f"run{i}")
         if problem:
             problems.append(f"{test}: {problem}\n--- the reproducer:\n{code}")

@@ -224,8 +224,9 @@ def classes_source(names: list[str], module: str = "_functions",
     are."""
     sources, _ = _probe_module(module, builder)
     chosen = [source for name, source in sources.items() if name in names]
-    return "\n\n\n".join(["# the grader's small Functions: its probes build graphs with "
-                           "these, not with\n# tinytrain's operators", *chosen])
+    return "\n\n\n".join(["# the grader's own small Functions (its probes use these, not "
+                           "tinytrain's operators,\n# so this runs before assignment 2 is done)",
+                           *chosen])
 
 
 @functools.cache
@@ -388,7 +389,8 @@ def _backward_lines(body: list[str], names: list[str], n_leaves: int, calls: int
                f"[{', '.join(given)}]{', ' + keep if keep else ''})")
     else:
         run = f"{names[-1]}.backward({keep})"
-    registered = [(v, f"register_hook({names[v]}, lambda g: g * {float(k)!r})")
+    # a hook returning g * k, computed in NumPy (tinytrain's * is task 2.1)
+    registered = [(v, f"register_hook({names[v]}, lambda g: tt.tensor(g.data * {float(k)!r}))")
                   for v, k in hooks or []]
     lines += [line for v, line in registered if v < n_leaves]  # kept across forwards
     node_hooks = [line for v, line in registered if v >= n_leaves]
