@@ -173,7 +173,7 @@ def call_source(call: str, sample: Sample, names: dict[int, str]) -> str:
     return f"{call}({', '.join(args + kwargs)})"
 
 
-def _values(array: np.ndarray) -> str:
+def values_source(array: np.ndarray) -> str:
     """A Python literal for ``array``, non-finite values included."""
     if array.size == 0:
         return f"np.zeros({array.shape})"
@@ -183,11 +183,11 @@ def _values(array: np.ndarray) -> str:
 def _tensor_source(t: T, name: str, with_grad: bool, contiguous: bool = False,
                    values: str | None = None) -> str:
     dtype = t.value.dtype.name
-    values = _values(t.value) if values is None else values
+    values = values_source(t.value) if values is None else values
     if t.layout == "contiguous" or contiguous:
         grad = ", requires_grad=True" if with_grad and t.grad else ""
         return f"{name} = tt.tensor({values}, dtype=tt.{dtype}{grad})"
-    array = f"np.array({values}, dtype=np.{dtype})"
+    array = f"np.array({values}, dtype=tt.{dtype}.np)"  # (NumPy has no bfloat16 of its own)
     if t.layout == "transposed":
         array = f"np.asfortranarray({array})"
     else:
@@ -226,12 +226,12 @@ def reproducer(call: str, sample: Sample, grad_outputs: list[np.ndarray | None] 
                           f"print(np.shares_memory({out}.data, {first}.data), "
                           f"{out}._version_counter is {first}._version_counter, "
                           f"{out}._base is {first})"])
+    lines.append("print(out)")
     if not backward:
-        lines.append("print(out)")
         return "\n".join(lines)
     k, grad = next((k, g) for k, g in enumerate(grad_outputs) if g is not None)
     target = f"out[{k}]" if n_outputs > 1 else "out"
-    lines.append(f"{target}.backward(tt.tensor({_values(grad)}, dtype=tt.{grad.dtype.name}))")
+    lines.append(f"{target}.backward(tt.tensor({values_source(grad)}, dtype=tt.{grad.dtype.name}))")
     wanted = [names[id(t)] for t in sample.differentiable()]
     lines.append("print(" + ", ".join(f"{n}.grad" for n in wanted) + ")")
     return "\n".join(lines)

@@ -23,13 +23,20 @@ from graders.checks import assert_close, assert_equal
 from graders.checks.precision import assert_low_precision_close
 from graders.checks.structure import Kind, ListOf, conform
 from graders.optable import OPS
-from graders.optable.spec import OpInfo, describe, reproducer, tensor_names, to_wire
+from graders.optable.spec import (
+    OpInfo,
+    describe,
+    reproducer,
+    tensor_names,
+    to_wire,
+    values_source,
+)
 from graders.oracle import ops as ops_oracle
 from graders.oracle import precision as oracle
 from graders.strategies.ops import Draw, Sample, T
 from graders.strategies.precision import FLOATS, LOW, edge_values, gradient_values
 from graders.strategies.programs import classes_source
-from graders.suites._support import examples, literal, task
+from graders.suites._support import examples, task
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", *FLOATS]
 TORCH = {**oracle.TORCH_DTYPES, "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8,
@@ -106,9 +113,15 @@ def test_cast(submission, values, source, call, target, data):
     x.requires_grad_(True)
     y = x.to(TORCH[target])
     method = {"to": f".to(tt.{target})", "to_kw": f".to(dtype=tt.{target})"}.get(call, f".{call}()")
+    # x's values are those of the source dtype already: converting them rounds nothing
     repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array("
-             f"{literal(np.asarray(values, dtype=np.float64))}), dtype=tt.{source}, "
-             f"requires_grad=True)\ny = x{method}\nprint(y)")
+             f"{values_source(x_value.astype(np.float64))}), dtype=tt.{source}, "
+             f"requires_grad=True)\ny = x{method}\nprint(y, y is x)")
+    backward_repro = (
+        f"{repro}\ng = np.array({values_source(np.asarray(g_value, dtype=np.float64))}, "
+        f"dtype=tt.{target}.np)\n# the cast's own backward, called as the grader calls it "
+        "(the engine would convert what it returns)\n"
+        "print(type(y.grad_fn)._function.backward(y.grad_fn, g))")
     case = f"x: {source}{list(x_value.shape)}, y = x{method}"
     assert_equal(got["same_object"], source == target,
                  what=f"x{method} returns x itself exactly when x is already {target}",
@@ -124,10 +137,10 @@ def test_cast(submission, values, source, call, target, data):
     assert got["grad"] is not None, f"x{method}: no cast Function ran (one was expected)"
     assert_equal(got["grad"]["dtype"], source,
                  what=f"dtype of the gradient the backward of x{method} returns (x's dtype)",
-                 case=grad_case, reproducer=repro)
+                 case=grad_case, reproducer=backward_repro)
     assert_close(got["grad"]["value"], expected_grad, rtol=0, atol=0,
                  what=f"gradient the backward of x{method} returns", case=grad_case,
-                 reproducer=repro + "\ny.backward(g)  # g: the incoming gradient\nprint(x.grad)")
+                 reproducer=backward_repro)
 
 
 def _opmath_case(draw: Any, name: str) -> tuple[list[np.ndarray], list[str]]:
@@ -283,7 +296,7 @@ def test_scalar_operand(submission, op, dtype, kind, scalar_first, data):
     symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}[op]
     s_src = repr(scalar) if kind == "number" else f"tt.tensor({scalar!r}, dtype=tt.{kind})"
     expr = f"{s_src} {symbol} x" if scalar_first else f"x {symbol} {s_src}"
-    repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array({literal(x)}), "
+    repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array({values_source(x)}), "
              f"dtype=tt.{dtype}, requires_grad=True)\ny = {expr}\nprint(y)")
     case = f"y = {expr}, x: {dtype}{list(shape)}"
     assert_low_precision_close(got["output"]["value"], oracle.numpy_of(out),
@@ -330,8 +343,8 @@ def test_overflow_and_underflow(submission, dtype, data):
     y = leaf.to(TORCH[dtype])
     loss = (y * oracle.torch_of(c)).sum() * k
     loss.backward()
-    repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array({literal(x)}), "
-             f"requires_grad=True)\nc = tt.tensor(np.array({literal(c.astype(np.float64))}), "
+    repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array({values_source(x)}), "
+             f"requires_grad=True)\nc = tt.tensor(np.array({values_source(c.astype(np.float64))}), "
              f"dtype=tt.{dtype})\nloss = (x.to(tt.{dtype}) * c).sum() * {k!r}\nloss.backward()\n"
              "print(loss, x.grad)")
     case = f"x: float32[{n}], c: {dtype}[{n}], k = {k:g}"
