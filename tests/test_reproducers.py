@@ -9,7 +9,8 @@ PYTHONPATH, and then with the same stage of the reference (no mutation). Against
 reference it must run cleanly (exit 0, something printed, which is then what PyTorch
 gives: the reference keeps full marks); against the variant it must show the failure: a
 different output, or an error (not a ``NotImplementedError`` of a task the student has
-not reached). The test process never imports tinytrain.
+not reached). The test process never imports tinytrain. (A failing test whose message
+has no reproducer is not checked here: the variant must still be caught at its stage.)
 
 In CI the first variant of each assignment runs; TINYTRAIN_ALL_MUTANTS=1 runs every one
 (the same switch as tests/test_mutants.py).
