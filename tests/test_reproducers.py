@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from graders import rubric
@@ -163,3 +164,38 @@ def test_printed_reproducers_are_parsed_whole() -> None:
     score = {"tasks": [{"tests": [{"name": "t", "status": "failed", "message": message}]}]}
     assert printed_reproducers(score) == {
         "import tinytrain as tt\n\nx = tt.tensor([1.0])\nprint(x)": "t"}
+
+
+def _printed_grads(out: str) -> list[np.ndarray]:
+    """The values of each ``xN.grad: tensor([...])`` line a program reproducer prints."""
+    found = []
+    for line in out.splitlines():
+        if re.match(r"x\d+\.grad:", line):
+            body = line.split("tensor(", 1)[1] if "tensor(" in line else ""
+            numbers = re.findall(r"-?\d+\.?\d*(?:e[-+]?\d+)?", body.split("dtype=")[0])
+            found.append(np.array([float(n) for n in numbers]))
+    return found
+
+
+@pytest.mark.parametrize("retain", [False, True], ids=["fresh-forwards", "retain-graph"])
+def test_program_reproducers_print_torchs_gradients(retain: bool, tmp_path: Path) -> None:
+    """Task 1.2's reproducer of the key programs, run on the reference at stage 1.2 (no
+    operators of assignment 2), prints the leaf gradients torch gives for two backward
+    passes: each on a fresh forward, or both through one graph with retain_graph=True."""
+    from graders.oracle import programs as oracle
+    from graders.strategies.programs import reproducer
+    from graders.suites.hw1_autograd.test_backward import KEY_PROGRAMS
+
+    submission = build_stage(tmp_path / "stage", "1.2")
+    for i, program in enumerate(KEY_PROGRAMS):
+        code = reproducer(program, 2, retain_graph=retain)
+        assert ("retain_graph=True" in code) == retain and ("for _ in" in code) != retain
+        rc, out, err = run_script(code, submission, tmp_path / f"run{i}")
+        assert rc == 0, err
+        expected = oracle.leaf_grads(program, 1 if retain else 2)
+        got = _printed_grads(out)
+        assert len(got) == len(expected), out
+        for g, e in zip(got, expected, strict=True):
+            e = (2 * e if retain else e).ravel()
+            # the Tensor repr prints 4 decimals
+            np.testing.assert_allclose(g, e, atol=1e-4 + 1e-4 * np.abs(e).max(), err_msg=out)
