@@ -11,14 +11,14 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import rubric as rubric_module
 from .harness import sandbox as sandbox_module
 from .harness.sandbox import ProcessGuard, Sandbox, SandboxError, SubmissionRefused
 from .report import Score, build_score, error_score
 from .report.classroom import classroom_json
-from .report.console import render
+from .report.console import Progress, render
 from .report.gradescope import results_json
 from .runner import run as run_module
 from .runner.run import GradingError, run_suites, sandbox_limits
@@ -28,17 +28,57 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 SEED_VARIABLE = "TINYTRAIN_GRADER_SEED"
 _PR_SET_DUMPABLE = 4
+QUICK_NOTICE = ("\n--profile quick: this is not the grade. Each test ran the first third "
+                "of the examples a grade runs (all of them once a test of its task had "
+                "failed) and every explicit example, so a task can pass here and still "
+                "fail when graded with the default settings.")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors still leave score files (in ``--out``, or the
+    current folder), as every other exit does, once a submission or ``--out`` is given
+    (a bare ``tinytrain-grade`` leaves nothing behind)."""
+
+    def __init__(self, argv: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._argv = argv
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        line = f"{self.prog}: error: {message}"
+        print(line, file=sys.stderr)
+        out = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+        out.add_argument("--out", default=".")
+        for option in ("--tasks", "--seed", "--seed-file", "--profile", "--budget"):
+            out.add_argument(option)  # as plain strings: their values are not a folder
+        out.add_argument("submission", nargs="?", default="")
+        try:
+            known, _ = out.parse_known_args(self._argv)
+        except (argparse.ArgumentError, SystemExit):  # --out without a folder
+            self.exit(EXIT_USAGE)
+        if not known.submission and not any(a == "--out" or a.startswith("--out=")
+                                            for a in self._argv):
+            self.exit(EXIT_USAGE)
+        try:
+            _write(Path(os.path.realpath(known.out)),
+                   error_score(known.submission or "", rubric_module.load().tasks, message,
+                               seed=0, profile="default", sandbox=True))
+        except Exception as exc:  # noqa: BLE001 - the usage error is what gets reported
+            print(f"{self.prog}: could not write the score files: {exc}", file=sys.stderr)
+        self.exit(EXIT_USAGE)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
+        sys.argv[1:] if argv is None else list(argv),
         prog="tinytrain-grade",
         description="Grade a tinytrain submission against PyTorch.",
     )
     parser.add_argument("submission", nargs="?", help="folder that contains the tinytrain/ package")
     parser.add_argument("--out", default=".",
                         help="folder for score.json, results.json (Gradescope) and "
-                             "classroom.json (GitHub Classroom)")
+                             "classroom.json (GitHub Classroom); default: the current "
+                             "folder")
     parser.add_argument("--tasks", help="only these tasks or assignments, e.g. 1.2,1.3 or 2")
     parser.add_argument("--seed", type=int, default=None,
                         help="Hypothesis seed (default 0); visible to every user of the "
@@ -47,9 +87,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed-file", type=Path, default=None,
                         help="read the Hypothesis seed from this file (a secret seed)")
     parser.add_argument("--profile", choices=["quick", "default", "thorough"], default="default",
-                        help="how many random examples each property test draws: quick (a "
-                             "third, for fast feedback), default (used for grades), thorough "
-                             "(8x)")
+                        help="how many random examples each property test draws: quick (the "
+                             "first third of the default's, for fast feedback; not the grade), "
+                             "default (used for grades), thorough (8x)")
     parser.add_argument("--no-shrink", action="store_true",
                         help="report the first failing example found instead of shrinking it "
                              "to a minimal one: the same scores, faster on failing code")
@@ -175,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
     box: Sandbox | None = None
+    progress: Progress | None = None
     stderr = os.dup(2)  # pytest captures fd 2 while a test runs
 
     def stop(signum: int, frame: Any) -> None:
@@ -189,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
             for folder in run_module.SCRATCH:
                 shutil.rmtree(folder, ignore_errors=True)
             message = f"grading was stopped by {signal.Signals(signum).name} before it finished"
+            if progress is not None:
+                progress.close()
             os.write(stderr, f"tinytrain-grade: {message}\n".encode())
             _write(out, error_score(str(submission), tasks, message, **common))
             if box is not None:
@@ -198,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, stop)
+    progress = Progress.for_terminal(sys.stdout)
     start = time.perf_counter()
     try:
         if not args.no_sandbox:
@@ -208,10 +252,14 @@ def main(argv: list[str] | None = None) -> int:
             refused = sandbox_module.check_submission(Path(os.path.realpath(submission)))
             if refused:
                 raise SubmissionRefused(refused)
-        results = run_suites(Path(os.path.realpath(submission)), rubric, tasks, seed=seed,
-                             sandbox=box if box is not None else False, profile=args.profile,
-                             shrink=not args.no_shrink, deadline=started + budget,
-                             budget_s=budget)
+        try:
+            results = run_suites(Path(os.path.realpath(submission)), rubric, tasks, seed=seed,
+                                 sandbox=box if box is not None else False,
+                                 profile=args.profile, shrink=not args.no_shrink,
+                                 deadline=started + budget, budget_s=budget, progress=progress)
+        finally:
+            if progress is not None:
+                progress.close()
     except SubmissionRefused as exc:
         message = f"submission refused: {exc}"
         print(f"tinytrain-grade: error: {message}", file=sys.stderr)
@@ -234,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     score.environment["sandbox"] = box.describe() if box is not None else "none (in-process)"
     failures = _write(out, score, box)
     print(render(score, verbose=args.verbose))
+    if args.profile == "quick":
+        print(QUICK_NOTICE)
     if failures:
         return EXIT_INTERNAL
     print(f"\nwrote score.json, results.json and classroom.json to {out}")
@@ -263,6 +313,14 @@ def _check_folder(submission: Path) -> str | None:
         return f"submission {str(submission)!r} is not a folder"
     if not os.access(submission, os.R_OK | os.X_OK):
         return f"submission folder {str(submission)!r} is not readable"
+    package = submission / "tinytrain"
+    if (submission / "__init__.py").is_file() and not package.is_dir():
+        parent = os.path.dirname(os.path.abspath(submission))
+        if not submission.is_absolute():
+            parent = os.path.relpath(parent)
+        return (f"{str(submission)!r} is the tinytrain package itself (it holds __init__.py, "
+                f"no tinytrain/ folder): pass the folder that contains tinytrain/ "
+                f"({parent!r})")
     return None
 
 

@@ -216,3 +216,60 @@ def test_a_report_inside_the_class_folder_is_not_a_student(tmp_path):
         rows = list(csv.DictReader(handle))
     assert [r["file"] for r in rows] == ["points-per-question", "bad"]
     assert rows[1]["grading_status"].startswith("error: not a valid zip file")
+
+
+def test_known_sources_flag_a_paste_of_the_probes_engine_not_honest_code(tmp_path):
+    """The probes' run_backward pasted and renamed is listed against the probes' module; an
+    engine written without it and a correct alternative of the reference are not; a known
+    source neither makes a passage common nor counts the template's code."""
+    from graders.classgrade import similarity
+
+    from .class_builder import TEMPLATE, Student, make_student
+    from .mutants import all_alternatives
+
+    documents = {}
+    for name in ("paste-probes-engine", "own-engine-kahn"):
+        make_student(tmp_path / name, Student(name, "engine"))
+        documents[name] = tmp_path / name
+    alternative = next(a for a in all_alternatives() if a.id == "breadth-first-engine")
+    alternative.apply(tmp_path / "alternative")
+    documents["alternative"] = tmp_path / "alternative"
+    for name, folder in documents.items():
+        documents[name] = tmp_path / f"{name}.py"
+        documents[name].write_text(similarity.solution_regions(folder, TEMPLATE))
+    # two students share a passage that a known source also has; one also kept template code
+    passage = "\n".join(f"def stage_{i}(xs, k):\n    out = [x * k + {i} for x in xs if x]\n"
+                        f"    return sorted(out, key=abs)[:{i + 2}]\n" for i in range(8))
+    engine = (TEMPLATE / "autograd" / "engine.py").read_text()
+    (tmp_path / "x1.py").write_text(engine + passage)
+    (tmp_path / "x2.py").write_text(passage)
+    documents.update(x1=tmp_path / "x1.py", x2=tmp_path / "x2.py")
+    for source, text in (("online", passage), ("template-copy", engine)):
+        (tmp_path / source).mkdir()
+        (tmp_path / source / "found.py").write_text(text)
+    known = similarity.known_source_documents([tmp_path / "online", tmp_path / "template-copy"],
+                                              TEMPLATE, tmp_path / "k")
+    assert list(known) == ["known:online", "known:template-copy"]
+
+    pairs, info = similarity.compare(documents, TEMPLATE, 2, known=known,
+                                     graders=similarity.grader_sources(),
+                                     reference=similarity.REFERENCE)
+    assert "grader:graders/probes/_functions.py" in info["grader_sources"]
+    assert info["reference_kgrams"] > 0
+    flagged = {(p.a, p.b) for p in pairs if p.known and p.flagged}
+    assert flagged == {("paste-probes-engine", "grader:graders/probes/_functions.py"),
+                       ("x1", "known:online"), ("x2", "known:online")}
+    paste = next(p for p in pairs if p.a == "paste-probes-engine" and p.known)
+    assert paste.shared_tokens >= similarity.KNOWN_MIN and "<mark>" in paste.snippet_b
+    assert "indegree" in paste.snippet_a  # the submission's own (renamed) code is marked
+    # honest code shares less than the threshold with every known source
+    for name in ("own-engine-kahn", "alternative"):
+        assert max((p.shared_tokens for p in pairs if p.known and p.a == name), default=0) \
+            < similarity.KNOWN_MIN
+    # in two students (the most that is not common) and a known source: still a pair
+    assert any(p.a == "x1" and p.b == "x2" and not p.known and p.flagged for p in pairs)
+    # the template's code that x1 and a source share does not count
+    assert not [p for p in pairs if p.b == "known:template-copy"]
+    # most shared code first, pairs and known sources together
+    assert [p.shared_tokens for p in pairs] == sorted((p.shared_tokens for p in pairs),
+                                                      reverse=True)

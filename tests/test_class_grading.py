@@ -8,9 +8,11 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import zipfile
 from pathlib import Path
@@ -98,6 +100,40 @@ def test_near_copies_top_the_similarity_list(graded_class):  # noqa: F811
     assert "copy-a and copy-b: the shared code" in section and "<mark>" in section
     regions = (graded_class.report / "students" / "template" / "solution_regions.py").read_text()
     assert regions == ""  # the template itself has nothing of its own
+
+
+def test_known_sources_are_listed_without_changing_the_pairs(graded_class, tmp_path):  # noqa: F811
+    """A rerun with --known-sources (nothing regraded): a folder with the code copy-a and
+    copy-b share ("found online") is listed against both, in the CSV and the report; the
+    pairs are those of the first run; no one in the class (the reference, its variants,
+    the copies) is listed against the grader's own modules."""
+    from graders.classgrade.similarity import KNOWN_MIN
+
+    from .class_builder import _alternatives
+
+    shutil.copytree(graded_class.report, tmp_path / "report")
+    (tmp_path / "online").mkdir()
+    (tmp_path / "online" / "answers.py").write_text(
+        "\n".join(textwrap.dedent(a.replace) for a in _alternatives()))
+    rerun = grade_class(graded_class.submissions, tmp_path / "report", "--tasks", TASKS,
+                        "--no-shrink", "--known-sources", str(tmp_path / "online"))
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"graded 0 submission(s), kept {len(NAMES)}" in rerun.stdout
+
+    def rows(report: Path) -> list[dict[str, str]]:
+        with open(report / "similarity.csv", newline="") as handle:
+            return list(csv.DictReader(handle))
+
+    after = rows(tmp_path / "report")
+    known = [r for r in after if r["submission_b"].startswith(("known:", "grader:"))]
+    assert [r for r in after if r not in known] == rows(graded_class.report)
+    listed = {(r["submission_a"], r["submission_b"]) for r in known
+              if int(r["shared_tokens"]) >= KNOWN_MIN}
+    assert listed == {("copy-a", "known:online"), ("copy-b", "known:online")}
+    assert (tmp_path / "report" / "known_sources" / "online.py").is_file()
+    section = (tmp_path / "report" / "report.html").read_text().split("id='known'")[1]
+    assert "copy-a and known:online: the shared code marked" in section and "<mark>" in section
+    assert ">reference</a>" not in section
 
 
 def test_report_is_self_contained_and_links_each_student(graded_class):  # noqa: F811

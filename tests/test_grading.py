@@ -25,6 +25,9 @@ def _without_timings(score: dict) -> dict:
     clean = _strip(score)
     clean = json.loads(json.dumps(clean))
     clean.pop("duration")
+    # which worker user a grading gets (tinytrain-worker, -worker1, ...) depends on the
+    # gradings running beside it, not on the submission
+    clean["environment"].pop("sandbox", None)
     for task in clean["tasks"]:
         for test in task["tests"]:
             test.pop("duration")
@@ -52,6 +55,13 @@ def test_template_scores_zero_and_every_test_is_not_implemented(template_score):
     for task in template_score["tasks"]:
         for test in task["tests"]:
             assert "NotImplementedError: task " in test["message"], test
+    # the console: one line per unfinished task, no tracebacks, no progress line (not a
+    # terminal)
+    printed = template_score["_stdout"]
+    todo = [line for line in printed.splitlines() if line.startswith("[todo] ")]
+    assert [line.split(":")[0] for line in todo] == [
+        f"[todo] {task['id']}" for task in template_score["tasks"]]
+    assert 'File "' not in printed and "\r" not in printed and "tests done" not in printed
 
 
 def test_score_files_follow_their_schemas(reference_score, template_score):
@@ -122,11 +132,15 @@ def test_regrade_is_identical_and_the_seed_and_profile_change_the_examples(tmp_p
         score = grade(submission, tmp_path / f"out-{run}", "--tasks", "1.2", "--seed", seed,
                       "--profile", profile, "--no-sandbox", env=env)
         assert score["score"] == score["max_score"], score["_stderr"]
+        assert ("this is not the grade" in score["_stdout"]) == (profile == "quick")
         drawn[run] = (submission / "drawn.txt").read_text()
     assert drawn["a"].count("\n") > 50, "the recorder saw too few tensors to tell the runs apart"
     assert drawn["a"] == drawn["b"], "a regrade with the same seed must draw the same examples"
     assert drawn["a"] != drawn["c"], "--seed should draw other examples"
     assert drawn["quick"].count("\n") < drawn["a"].count("\n") / 2, "quick draws fewer"
+    # ... and runs the first of the default's examples of each test, in order
+    rest = iter(drawn["a"].splitlines())
+    assert all(line in rest for line in drawn["quick"].splitlines()), "quick draws others"
 
 
 def test_regrade_of_a_failing_submission_is_identical(tmp_path):

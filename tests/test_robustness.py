@@ -110,10 +110,12 @@ def test_missing_folder_is_a_usage_error_with_a_valid_score_file(tmp_path):
     jsonschema.validate({k: v for k, v in score.items() if not k.startswith("_")}, SCHEMA)
 
 
-def test_unknown_task_is_a_usage_error(tmp_path):
+def test_unknown_task_is_a_usage_error_with_a_valid_score_file(tmp_path):
     score = grade(ROOT / "reference", tmp_path / "out", "--tasks", "9.9")
     assert score["_exit"] == 2
     assert "unknown task '9.9'" in score["_stderr"]
+    assert score["status"] == "error" and "unknown task '9.9'" in score["error"]
+    jsonschema.validate({k: v for k, v in score.items() if not k.startswith("_")}, SCHEMA)
 
 
 def test_memory_blowup_is_reported(tmp_path):

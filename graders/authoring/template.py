@@ -7,6 +7,14 @@ A block is
 and becomes its HINT lines plus ``raise NotImplementedError("task 2.4: <title>")`` at the
 block's indentation. Markers must pair up, not nest, name a rubric task, and sit at the
 same indentation.
+
+It also writes ``student_template/README.md``, the students' guide, from
+``student_readme.md`` beside this file, with its placeholders filled in: ``{{ tasks }}``
+the task list (the rubric's tasks and points, and the files each task edits, found from
+the solution markers); ``{{ torch }}``, ``{{ triton }}`` and ``{{ mpi }}`` the pins of
+``pyproject.toml``; ``{{ call_timeout_s }}`` and ``{{ test_budget_s }}`` the rubric's
+limits. Beside it goes a ``.gitignore`` for what grading and Python leave in a student's
+repository.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ import argparse
 import re
 import shutil
 import sys
+import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +38,11 @@ MARKER_TEXT = re.compile(r"(BEGIN|END) SOLUTION")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
-class MarkerError(ValueError):
+class TemplateError(ValueError):
+    """The template cannot be generated."""
+
+
+class MarkerError(TemplateError):
     """A malformed solution marker."""
 
 
@@ -121,11 +135,84 @@ def rubric_titles() -> dict[str, str]:
     return {t.id: t.title for t in rubric_module.load().tasks}
 
 
+README_SOURCE = Path(__file__).with_name("student_readme.md")
+# what grading (tinytrain-grade --out grading, or no --out) and Python leave behind
+GITIGNORE = ("__pycache__/\n*.pyc\n/grading/\n/score.json\n/results.json\n/classroom.json\n"
+             "/repro*.py\n.venv/\n")
+_PLACEHOLDER = re.compile(r"\{\{ *(\w+) *\}\}")
+
+
+def task_files(reference: Path, titles: dict[str, str]) -> dict[str, Counter[str]]:
+    """For each task, the files of package ``reference`` that hold its solution blocks
+    (``tinytrain/...`` paths) and how many blocks each holds."""
+    found: dict[str, Counter[str]] = {task: Counter() for task in titles}
+    for path in sorted(reference.rglob("*.py")):
+        rel = path.relative_to(reference.parent).as_posix()
+        for block in find_blocks(path.read_text(), rel, titles):
+            found[block.task][rel] += 1
+    return found
+
+
+def task_table(reference: Path, rubric: rubric_module.Rubric) -> str:
+    """The guide's task list: per assignment, each task's points, title and files."""
+    files = task_files(reference, {t.id: t.title for t in rubric.tasks})
+    out: list[str] = []
+    for number, title in rubric.assignments.items():
+        out += [f"### {number}. {title}", "",
+                "| task | points | what | files (stubs in each) |", "|---|---|---|---|"]
+        for task in (t for t in rubric.tasks if t.assignment == number):
+            what = task.title.replace("|", "\\|")
+            if task.integration:
+                what += " (runs the whole stack: a bug in another task can cost points here)"
+            where = ", ".join(f"`{f}` ({n})" for f, n in sorted(files[task.id].items()))
+            out.append(f"| {task.id} | {task.points:g} | {what} | {where} |")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+def pinned(requirement: str, pyproject: Path) -> str:
+    """The version ``pyproject``'s dependencies pin ``requirement`` to (``name==X``)."""
+    for dep in tomllib.loads(pyproject.read_text())["project"]["dependencies"]:
+        match = re.match(rf"^{re.escape(requirement)}==([^;\s]+)", dep)
+        if match:
+            return match[1]
+    raise TemplateError(f"{pyproject}: no {requirement}==VERSION among the dependencies")
+
+
+def extra(name: str, pyproject: Path) -> str:
+    """The requirements of ``pyproject``'s optional dependency group ``name``, as pip
+    arguments."""
+    group = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"].get(name)
+    if not group:
+        raise TemplateError(f"{pyproject}: no optional dependencies {name!r}")
+    return " ".join(group)
+
+
+def render_readme(reference: Path, rubric: rubric_module.Rubric, pyproject: Path,
+                  source: Path = README_SOURCE) -> str:
+    """The students' guide: ``source`` with its placeholders filled in."""
+    values = {"tasks": task_table(reference, rubric), "torch": pinned("torch", pyproject),
+              "triton": pinned("triton", pyproject), "mpi": extra("mpi", pyproject),
+              "call_timeout_s": f"{rubric.limits.call_timeout_s:g}",
+              "test_budget_s": f"{rubric.limits.test_budget_s:g}"}
+
+    def fill(match: re.Match[str]) -> str:
+        if match[1] not in values:
+            raise TemplateError(f"{source.name}: unknown placeholder {match[0]}")
+        return values[match[1]]
+
+    text = source.read_text()
+    if text.startswith("<!--"):  # the source's note to its editors
+        text = text[text.index("-->") + 3:].lstrip("\n")
+    return _PLACEHOLDER.sub(fill, text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tinytrain-make-template",
-        description="Regenerate student_template/tinytrain from reference/tinytrain (and "
-                    "copy reference/examples).",
+        description="Regenerate student_template/tinytrain from reference/tinytrain, copy "
+                    "reference/examples, and write student_template/README.md (the students' "
+                    "guide, from graders/authoring/student_readme.md).",
     )
     root = Path(__file__).resolve().parents[2]
     parser.add_argument("--reference", type=Path, default=root / "reference" / "tinytrain")
@@ -136,10 +223,14 @@ def main(argv: list[str] | None = None) -> int:
         examples = args.reference.parent / "examples"
         if examples.is_dir():
             copy_examples(examples, args.out.parent / "examples")
-    except MarkerError as exc:
+        readme = args.out.parent / "README.md"
+        readme.write_text(render_readme(args.reference, rubric_module.load(),
+                                        root / "pyproject.toml"))
+        (args.out.parent / ".gitignore").write_text(GITIGNORE)
+    except TemplateError as exc:
         print(f"tinytrain-make-template: error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out}, {args.out.parent / 'examples'} and {readme}")
     return 0
 
 

@@ -6,6 +6,7 @@ from .compare import (
     assert_conforms,
     assert_equal,
     assert_raises_like,
+    running_example,
     tolerance,
 )
 
@@ -15,5 +16,6 @@ __all__ = [
     "assert_conforms",
     "assert_equal",
     "assert_raises_like",
+    "running_example",
     "tolerance",
 ]

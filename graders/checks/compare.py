@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+
+from ..harness.errors import NotImplementedInSubmission, ProbeOutcome, SubmissionImportError
 
 # torch.testing.assert_close defaults (rtol, atol) per dtype
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -33,11 +37,28 @@ def _fmt(x: Any) -> str:
 def _footer(case: str | None, reproducer: str | None) -> str:
     parts = []
     if case:
-        parts.append(f"  case: {case}")
+        parts.append("  case: " + "\n".join(case.strip("\n").splitlines()).replace("\n", "\n    "))
     if reproducer:
         body = "\n".join("    " + line for line in reproducer.strip().splitlines())
         parts.append("  reproduce:\n" + body)
     return ("\n" + "\n".join(parts)) if parts else ""
+
+
+@contextmanager
+def running_example(case: str | Callable[[], str] | None,
+                    reproducer: str | Callable[[], str] | None = None) -> Iterator[None]:
+    """Probe calls made inside carry this example: when the submission raises (or hangs,
+    or crashes) the result shows the case and reproducer, as a wrong value's does. Either
+    may be a function, called only then. An unfinished stub (NotImplementedError) and a
+    submission that does not import need no example."""
+    try:
+        yield
+    except ProbeOutcome as exc:
+        if (not isinstance(exc, (NotImplementedInSubmission, SubmissionImportError))
+                and not exc.example):
+            case, reproducer = (x() if callable(x) else x for x in (case, reproducer))
+            exc.example = _footer(case, reproducer).lstrip("\n")
+        raise
 
 
 def assert_close(
@@ -64,7 +85,7 @@ def assert_close(
             f"got {'None' if got is None else 'a tensor'}{footer}"
         )
     if not isinstance(got, np.ndarray):
-        raise AssertionError(f"{what}: expected an array, got {type(got).__name__}{footer}")
+        raise AssertionError(f"{what}: expected an array, got {_kind(got)}{footer}")
     expected = np.asarray(expected)
     if got.shape != expected.shape:
         raise AssertionError(

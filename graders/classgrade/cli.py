@@ -80,6 +80,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--similarity-common", type=int, metavar="N", help="code found in more than "
                    "N submissions is not counted as similarity (default: min(10, a third of the "
                    "class), at least 2; MOSS's -m)")
+    p.add_argument("--known-sources", type=Path, action="append", default=[], metavar="DIR",
+                   help="also compare every submission with this folder (last year's solutions, "
+                   "a solution found online; a tinytrain/ package is compared by its lines that "
+                   "differ from the template); repeatable. The grader's own modules that hold "
+                   "code of the homework (graders/probes, graders/oracle) are always compared")
     p.add_argument("--title", help="the report's title")
     return p.parse_args(argv)
 
@@ -210,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     if args.jobs < 1 or args.timeout <= 0:
         return _fail("--jobs and --timeout must be positive")
+    for folder in args.known_sources:
+        if not folder.is_dir():
+            return _fail(f"--known-sources {folder}: not a folder")
     out = Path(args.out)
     students = out / "students"
     work = out / "work"
@@ -304,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import report
 
-    pairs, info = _similarity(entries, students, args)
+    pairs, info = _similarity(entries, out, args)
     report.write_text(out / "similarity.csv", _similarity_csv(pairs))
     report.write_text(out / "grades.csv", grades_csv(rows, tasks, policy))
     ctx = report.Context(
@@ -351,7 +359,7 @@ def _note_versions(rows: list[Row], notes: list[str]) -> None:
                      "installation")
 
 
-def _similarity(entries: list[Entry], students: Path,
+def _similarity(entries: list[Entry], out: Path,
                 args: argparse.Namespace) -> tuple[list[similarity.Pair], dict[str, Any]]:
     from . import report
 
@@ -360,17 +368,26 @@ def _similarity(entries: list[Entry], students: Path,
     for entry in entries:
         if entry.root is None:
             continue
-        path = students / entry.name / "solution_regions.py"
+        path = out / "students" / entry.name / "solution_regions.py"
         report.write_text(path, similarity.solution_regions(entry.root, template))
         documents[entry.name] = path
     common = args.similarity_common or similarity.default_common_max(len(documents))
+    reference = similarity.REFERENCE if similarity.REFERENCE.is_dir() else None
     try:
-        pairs, info = similarity.compare(documents, template, common)
+        known = similarity.known_source_documents(args.known_sources, template,
+                                                  out / "known_sources")
+        pairs, info = similarity.compare(documents, template, common, known=known,
+                                         graders=similarity.grader_sources(),
+                                         reference=reference)
     except (RuntimeError, OSError, ValueError) as exc:
         return [], {"error": str(exc), "compared": 0, "common_max": common}
     if template is None:
         info["error"] = (f"no student template at {args.template}: the template's code counts "
                          "as similarity (give --template)")
+    if reference is None:
+        info["known_error"] = (f"no reference solution at {similarity.REFERENCE}: the grader's "
+                               "modules are compared in full, with the copies of the reference "
+                               "they hold")
     return pairs, info
 
 
@@ -392,9 +409,14 @@ def _summary(rows: list[Row], out: Path, graded_now: int, reused: int,
           f"{len(rows) - len(failed)} graded, {len(failed)} not graded")
     for row in failed:
         print(f"  {row.name}: {row.grading_status}")
-    if pairs and pairs[0].flagged:
-        top = pairs[0]
+    between = [p for p in pairs if not p.known]
+    if between and between[0].flagged:
+        top = between[0]
         print(f"most similar: {top.a} and {top.b} ({top.similarity:.0%})")
+    flagged = [p for p in pairs if p.known and p.flagged]
+    if flagged:
+        print(f"{len(flagged)} match(es) with known sources, the largest: {flagged[0].a} and "
+              f"{flagged[0].b} ({flagged[0].shared_tokens} tokens)")
     print(f"wrote {out / 'grades.csv'}, {out / 'report.html'}, {out / 'similarity.csv'}")
 
 

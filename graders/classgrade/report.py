@@ -16,7 +16,7 @@ from ..rubric import Task
 from . import plots
 from .gradebook import Row
 from .late import LatePolicy
-from .similarity import MIN_SHARED, Pair
+from .similarity import KNOWN_MIN, MIN_SHARED, Pair
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;
@@ -144,7 +144,9 @@ def render_report(rows: list[Row], ctx: Context) -> str:
     parts.append(_student_table(rows, tasks, ctx.policy))
 
     parts.append("<h2 id='similarity'>Similar submissions</h2>")
-    parts.append(_similarity_section(ctx.pairs, ctx.similarity_info))
+    parts.append(_similarity_section([p for p in ctx.pairs if not p.known], ctx.similarity_info))
+    parts.append("<h2 id='known'>Submissions that share code with known sources</h2>")
+    parts.append(_known_section([p for p in ctx.pairs if p.known], ctx.similarity_info))
     return _page(ctx.title, "\n".join(parts))
 
 
@@ -330,6 +332,47 @@ def _similarity_section(pairs: list[Pair], info: dict[str, Any], limit: int = 10
                         f"<td><pre>{p.snippet_b}</pre></td></tr></table></div></details>")
     html.append("<p class='muted'>All pairs that share code: <a href='similarity.csv'>"
                 "similarity.csv</a>.</p>")
+    return "\n".join(html)
+
+
+def _known_section(matches: list[Pair], info: dict[str, Any], limit: int = 10) -> str:
+    graders, known = info.get("grader_sources", []), info.get("known_sources", [])
+    given = (f" and {len(known)} folder(s) given with --known-sources "
+             f"({', '.join(escape(k) for k in known)})" if known else "")
+    html = [f"<p class='muted'>Each submission's solution regions against the "
+            f"{len(graders)} modules of the grader that hold code of the homework (every "
+            f"student who installs the grader can read them: graders/probes and "
+            f"graders/oracle){given}. The grader's modules are compared without the code "
+            f"they share with the reference solution ({info.get('reference_kgrams', 0)} "
+            f"k-grams), the template's code does not count, and code common to the class "
+            f"does count here. Listed from {KNOWN_MIN} shared tokens (honest code shares "
+            f"less with the grader's modules; see the README), most shared code first; "
+            f"every match is in <a href='similarity.csv'>similarity.csv</a>. A match is a "
+            f"reason to read the code, not a verdict.</p>"]
+    for key in ("error", "known_error"):
+        if info.get(key):
+            html.append(f"<p class='bad'>{escape(info[key])}</p>")
+    shown = [p for p in matches if p.flagged][:limit]
+    if not shown:
+        html.append(f"<p>No submission shares {KNOWN_MIN} tokens or more with a known "
+                    f"source.</p>")
+        return "\n".join(html)
+    html.append("<table><tr><th>submission</th><th>known source</th><th class='n'>shared "
+                "tokens</th><th class='n'>share of the submission's code</th></tr>")
+    for p in shown:
+        html.append(f"<tr><td><a href='{feedback_href(p.a)}'>{escape(p.a)}</a></td>"
+                    f"<td>{escape(p.b)}</td><td class='n'><span class='bad'>"
+                    f"{p.shared_tokens}</span></td><td class='n'>{p.similarity_a:.0%}</td></tr>")
+    html.append("</table>")
+    for p in shown:
+        if p.snippet_a:
+            html.append(f"<details><summary>{escape(p.a)} and {escape(p.b)}: the shared code "
+                        f"marked</summary><div class='wide'><table><tr><th>{escape(p.a)}</th>"
+                        f"<th>{escape(p.b)}</th></tr><tr><td><pre>{p.snippet_a}</pre></td>"
+                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></div></details>")
+    more = sum(p.flagged for p in matches) - len(shown)
+    if more > 0:
+        html.append(f"<p class='muted'>{more} more in similarity.csv.</p>")
     return "\n".join(html)
 
 

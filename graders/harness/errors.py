@@ -17,6 +17,7 @@ class ProbeOutcome(BaseException):
         super().__init__(message)
         self.message = message
         self.detail = detail  # a traceback or captured context, shown below the message
+        self.example = ""  # the example that was running (case, reproducer), set by the test
 
 
 class NotImplementedInSubmission(ProbeOutcome):

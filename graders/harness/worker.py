@@ -106,15 +106,25 @@ def no_new_privileges() -> None:
     _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
-def submission_traceback(exc: BaseException, root: str) -> str:
-    """The traceback frames inside the submission (the ones a student can act on)."""
+def submission_traceback(exc: BaseException, root: str, limit: int = 8000) -> str:
+    """The traceback frames inside the submission (the ones a student can act on), in at
+    most ``limit`` characters: outer frames go first, the innermost (where it raised)
+    is always kept."""
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if os.path.realpath(f.filename).startswith(root + os.sep)]
     if not mine:
         return ""
     for frame in mine:
         frame.filename = os.path.relpath(os.path.realpath(frame.filename), os.path.dirname(root))
-    return "".join(traceback.format_list(mine)).rstrip()
+    formatted = traceback.format_list(mine)
+    dropped = 0
+    while len(formatted) > 1 and sum(map(len, formatted)) > limit:
+        formatted.pop(0)
+        dropped += 1
+    text = "".join(formatted).rstrip()
+    if dropped:
+        text = f"  [... {dropped} outer frames left out ...]\n" + text
+    return text[-limit:]
 
 
 def describe_exception(exc: BaseException, root: str) -> dict[str, Any]:
@@ -127,7 +137,7 @@ def describe_exception(exc: BaseException, root: str) -> dict[str, Any]:
         "kind": kind,
         "type": type(exc).__name__,
         "message": message[:4000],
-        "traceback": submission_traceback(exc, root)[:8000],
+        "traceback": submission_traceback(exc, root),
     }
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _cuda_runtime as rt
 from . import probe
+from ._observe import not_a_tensor, type_name
 
 
 @probe
@@ -129,7 +130,7 @@ def wrapper(tt: Any, module: str, function: str, args: list[Any],
     for r in results:
         if not isinstance(r, np.ndarray):
             raise TypeError(f"tinytrain.cuda.{module}.{function} returned a "
-                            f"{type(r).__name__}, not a NumPy array")
+                            f"{type_name(r)}, not a numpy.ndarray")
         values.append(np.array(r, copy=True))
     return {"results": values, "launched": launched}
 
@@ -225,7 +226,7 @@ def device_op(tt: Any, op: str, inputs: list[dict[str, Any]], kwargs: dict[str, 
 def _host(tensor: Any) -> np.ndarray:
     data = getattr(tensor, "data", None)
     if not isinstance(data, np.ndarray):
-        raise TypeError(f"expected a tinytrain Tensor, got {type(tensor).__name__}")
+        raise not_a_tensor(tensor)
     return np.array(data, copy=True).view(np.ndarray)
 
 

@@ -9,6 +9,7 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 from ..harness.errors import HarnessError, ProbeOutcome
+from . import hypothesis_budget
 from .results import TestResult
 
 MAX_MESSAGE = 6000
@@ -21,10 +22,12 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, ProbeOutcome):
-        message = exc.message
+        # the traceback's innermost frames (where the submission raised) are what the
+        # student needs: the message is cut from its end, the traceback from its start
+        message = _truncate(exc.message, MAX_MESSAGE // 2)
         if exc.detail:
-            message += "\n" + exc.detail
-        example = _falsifying_example(exc)
+            message += "\n" + _innermost(exc.detail, MAX_MESSAGE * 2 // 5)
+        example = exc.example or _falsifying_example(exc)
         if example:
             message += "\n" + example
         if isinstance(exc, HarnessError):
@@ -36,9 +39,34 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
 
 
 def _falsifying_example(exc: BaseException) -> str:
-    """Hypothesis' note naming the example that raised, if any."""
+    """Hypothesis' notes naming the example that raised (its arguments, and what
+    ``st.data()`` drew), if any."""
     notes = getattr(exc, "__notes__", None) or []
-    return "\n".join(n for n in notes if n.startswith("Falsifying example"))
+    kept = [n for n in notes if n.startswith(("Falsifying", "Failing", "Draw "))]
+    # the probe client is every test's first argument: naming it says nothing
+    return "\n".join(kept).replace("\n    submission=submission,", "")
+
+
+def description(doc: str | None) -> str:
+    """A test's description: the first paragraph of its docstring, on one line."""
+    paragraph = (doc or "").strip().split("\n\n", 1)[0]
+    return " ".join(paragraph.split())
+
+
+def _innermost(traceback: str, limit: int) -> str:
+    """The last lines of ``traceback`` that fit in ``limit`` characters."""
+    if len(traceback) <= limit:
+        return traceback
+    lines = traceback.splitlines()
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        size += len(line) + 1
+        if size > limit and kept:
+            break
+        kept.append(line)
+    left = len(lines) - len(kept)
+    return "\n".join([f"  [... {left} lines of outer frames left out ...]", *reversed(kept)])
 
 
 def _truncate(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -53,16 +81,21 @@ class GradingPlugin:
 
     def __init__(self, client: Any, task_ids: set[str], known_tasks: set[str],
                  test_budget: float, deadline: float = float("inf"),
-                 budget_s: float | None = None) -> None:
+                 budget_s: float | None = None, progress: Any = None,
+                 hypothesis: hypothesis_budget.HypothesisBudget | None = None) -> None:
         self.client = client
         self.task_ids = task_ids
         self.known_tasks = known_tasks
         self.test_budget = test_budget
         self.deadline = deadline  # time.monotonic() when the whole grading's budget ends
         self.budget_s = budget_s
+        self.hypothesis = hypothesis  # None: Hypothesis draws and shrinks on its own
         self.results: list[TestResult] = []
         self.collection_errors: list[str] = []
         self._outcomes: dict[str, tuple[str, str]] = {}
+        self.progress = progress  # a report.console.Progress, or None
+        self._planned: dict[str, int] = {}  # tests per task, in the order they run
+        self._done: dict[str, int] = {}
 
     @pytest.fixture
     def submission(self) -> Any:
@@ -71,6 +104,10 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "task(id): the rubric task a grader test belongs to")
+        # messages come from the exceptions themselves: pytest's own report of a failure
+        # only needs to be cheap (its long style reads and parses the source of every
+        # frame, a tenth of a second per failing test)
+        config.option.tbstyle = "native"
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -92,6 +129,9 @@ class GradingPlugin:
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
+        for item in keep:
+            task = item.get_closest_marker("task").args[0]
+            self._planned[task] = self._planned.get(task, 0) + 1
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> bool:
@@ -99,6 +139,7 @@ class GradingPlugin:
         submission is known not to import, or the grading's budget is spent, record the
         test at once without running it (no worker, no pytest report to format)."""
         self._outcomes.pop(item.nodeid, None)
+        self._show_progress(item, finished=False)
         remaining = self.deadline - time.monotonic()
         fatal = self.client.fatal()
         if fatal is not None:
@@ -112,19 +153,39 @@ class GradingPlugin:
                          f"{spent} (--budget) before this test", duration=0.0, output="")
             return True
         self.client.begin_test(min(self.test_budget, remaining))
+        task = item.get_closest_marker("task").args[0]
+        policy = self.hypothesis
+        if policy is not None:
+            policy.begin(task)
+        hypothesis_budget.activate(policy)
         start = time.perf_counter()
-        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        runtestprotocol(item, nextitem=nextitem, log=True)
-        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        try:
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            runtestprotocol(item, nextitem=nextitem, log=True)
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        finally:
+            hypothesis_budget.activate(None)
         duration = time.perf_counter() - start
         output = self.client.end_test()
         status, message = self._outcomes.get(item.nodeid, ("error", "the test did not run"))
+        note = policy.end(task, status) if policy is not None else ""
+        if note and status in ("failed", "error"):
+            message = f"{message}\n{note}"
         self._record(item, status, message, duration=duration, output=output)
         return True
 
+    def _show_progress(self, item: pytest.Item, finished: bool) -> None:
+        if self.progress is None:
+            return
+        task = item.get_closest_marker("task").args[0]
+        done = self._done[task] = self._done.get(task, 0) + finished
+        order = list(self._planned)
+        number = order.index(task) + 1 if task in order else 0
+        self.progress.update(task, done, self._planned.get(task, 0), number, len(order),
+                             test="" if finished else item.name)
+
     def _record(self, item: pytest.Item, status: str, message: str, duration: float,
                 output: str) -> None:
-        doc = (getattr(item, "function", None).__doc__ or "").strip().splitlines()
         self.results.append(TestResult(
             name=item.name,
             task=item.get_closest_marker("task").args[0],
@@ -132,8 +193,9 @@ class GradingPlugin:
             message=_truncate(message),
             duration=round(duration, 3),
             output=_truncate(output, 8000),
-            description=doc[0] if doc else "",
+            description=description(getattr(item, "function", None).__doc__),
         ))
+        self._show_progress(item, finished=True)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,11 +14,13 @@ from ..harness.sandbox import Limits as SandboxLimits
 from ..harness.sandbox import Sandbox
 from ..rubric import Limits as RubricLimits
 from ..rubric import Rubric, Task
+from .hypothesis_budget import HypothesisBudget
 from .plugin import GradingPlugin
 from .results import TestResult
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 SCRATCH: list[str] = []  # Hypothesis's folders of gradings under way
+_NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 
 class GradingError(Exception):
@@ -43,12 +46,16 @@ def run_suites(
     shrink: bool = True,
     deadline: float = float("inf"),
     budget_s: float | None = None,
+    progress: Any = None,
 ) -> list[TestResult]:
     """Run every grader test of ``tasks`` against ``submission``; one result per test.
     ``sandbox`` is True (a sandbox made here), a ``Sandbox`` set up by the caller, or
-    False (in-process). ``shrink=False`` skips Hypothesis's shrinking (a failure reports
-    the first failing example found, not a minimal one). Tests not begun by ``deadline``
-    (``time.monotonic()``) are recorded as timeouts without running."""
+    False (in-process). With ``shrink``, the first failure of each task is shrunk within
+    a budget (``hypothesis_budget``); ``shrink=False`` skips Hypothesis's shrinking
+    (every failure reports the first failing example found, not a minimal one). Tests
+    not begun by ``deadline`` (``time.monotonic()``) are recorded as timeouts without
+    running. ``progress`` (a ``report.console.Progress``) is told of each test begun and
+    done."""
     limits = rubric.limits
     own_sandbox = None
     if sandbox is True:
@@ -69,6 +76,8 @@ def run_suites(
         test_budget=limits.test_budget_s,
         deadline=deadline,
         budget_s=budget_s,
+        hypothesis=HypothesisBudget(quick=profile == "quick"),
+        progress=progress,
     )
     try:
         with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
@@ -82,13 +91,22 @@ def run_suites(
                 "--rootdir", str(SUITES_DIR),
                 "-p", "no:cacheprovider",
                 "-p", "no:terminal",
-                "-p", "no:pytest_jsonreport",
+                "-p", "no:unraisableexception",  # 5 full garbage collections at the end
+                "-p", "_hypothesis_pytestplugin",
                 f"--hypothesis-seed={seed}",
             ]
+            # no other installed pytest plugin (xdist, pytest-benchmark, ...): importing
+            # them, and rewriting their asserts, cost tenths of a second of every grading
+            autoload = os.environ.get(_NO_AUTOLOAD)
+            os.environ[_NO_AUTOLOAD] = "1"
             try:
                 code = pytest.main(args, plugins=[plugin])
             finally:
                 client.close()
+                if autoload is None:
+                    os.environ.pop(_NO_AUTOLOAD, None)
+                else:
+                    os.environ[_NO_AUTOLOAD] = autoload
     finally:
         if own_sandbox is not None:
             own_sandbox.close()

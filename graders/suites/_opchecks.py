@@ -21,7 +21,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from graders.checks import assert_close, assert_conforms, assert_equal, assert_raises_like
+from graders.checks import (
+    assert_close,
+    assert_conforms,
+    assert_equal,
+    assert_raises_like,
+    running_example,
+)
 from graders.optable import OPS
 from graders.optable.spec import OpInfo, describe, reproducer, tensor_names, to_wire
 from graders.oracle import ops as oracle
@@ -50,8 +56,12 @@ HELPER_TASKS = {"sum_to_shape": "2.1"}
 def _call(submission: Any, probe: str, op: OpInfo, call: str, sample: Sample,
           *extra: Any) -> Any:
     own = [name for name, owner in HELPER_TASKS.items() if owner != op.task]
-    return submission.call(f"ops.{probe}", call, list(to_wire(sample.args)),
-                           to_wire(sample.kwargs), *extra, own_helpers=own)
+    # the backward probe's first extra argument is the incoming gradient of each output
+    grads_out = extra[0] if probe == "backward" else None
+    with running_example(lambda: describe(sample), lambda: reproducer(
+            call, sample, grads_out, len(grads_out) if grads_out else 1)):
+        return submission.call(f"ops.{probe}", call, list(to_wire(sample.args)),
+                               to_wire(sample.kwargs), *extra, own_helpers=own)
 
 
 def _check_outputs(op: OpInfo, call: str, sample: Sample, got: list[np.ndarray],

@@ -1,7 +1,10 @@
 """Train a small GPT to sort digits, with tinytrain only (no torch).
 
-    python reference/examples/train_gpt.py            # the full run: about 1.5 minutes
-    python reference/examples/train_gpt.py --quick    # a smaller run: under 10 seconds
+    python examples/train_gpt.py            # the full run: about 1.5 minutes
+    python examples/train_gpt.py --quick    # a smaller run: under 10 seconds
+
+Run it from the folder that holds ``tinytrain/`` and ``examples/`` (the top of a student
+repository; ``reference/`` in the course kit): it imports that folder's tinytrain.
 
 The task: read 6 random digits, then write them in sorted order. A sample is the sequence
 ``3 9 1 4 1 5 1 1 3 4 5 9`` (12 digits, no separator token); the model reads it left to
@@ -17,7 +20,7 @@ greedy decoding.
 What it reaches (seed 0; uniform guessing scores ln 10 = 2.30): the full run gets the
 validation loss below 0.01 (measured: 0.0003) and sorts over 99% of the test sequences
 exactly (measured: all of them); ``--quick`` (a narrower model, 4000 sequences, 3 epochs)
-gets it below 0.6 (measured: 0.35), which tests/test_train_gpt.py checks.
+gets it below 0.6 (measured: 0.35), which the course kit's tests check.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402 - after the thread settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # reference/, for tinytrain
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the folder above, for tinytrain
 
 import tinytrain as tt  # noqa: E402
 from tinytrain.data import DataLoader, Dataset, EarlyStopping, TensorDataset, random_split  # noqa: E402

@@ -1,10 +1,13 @@
 """Train a small GPT on a grid of ranks (pipeline x data x tensor parallel), with tinytrain
 only, and print its loss curve beside the same model trained in one process.
 
-    python reference/examples/train_gpt_parallel.py                      # 2 x 2 grid, threads
-    python reference/examples/train_gpt_parallel.py --pp 2 --dp 2 --tp 2 --microbatches 2
-    python reference/examples/train_gpt_parallel.py --tp 2 --sequence-parallel
-    mpiexec -n 4 python reference/examples/train_gpt_parallel.py --backend mpi --dp 2 --tp 2
+    python examples/train_gpt_parallel.py                      # 2 x 2 grid, threads
+    python examples/train_gpt_parallel.py --pp 2 --dp 2 --tp 2 --microbatches 2
+    python examples/train_gpt_parallel.py --tp 2 --sequence-parallel
+    mpiexec -n 4 python examples/train_gpt_parallel.py --backend mpi --dp 2 --tp 2
+
+Run it from the folder that holds ``tinytrain/`` and ``examples/`` (the top of a student
+repository; ``reference/`` in the course kit): it imports that folder's tinytrain.
 
 The ranks are threads of this process (``--backend threads``, the default) or MPI processes
 (``--backend mpi`` under ``mpiexec -n <pp * dp * tp>``; needs the ``mpi`` extra). Each rank
@@ -33,7 +36,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402 - after the thread settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # reference/, for tinytrain
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the folder above, for tinytrain
 
 import tinytrain as tt  # noqa: E402
 from tinytrain import distributed as dist  # noqa: E402

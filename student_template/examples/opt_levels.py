@@ -1,6 +1,9 @@
 """What each APEX opt level does, from a run: the README's opt-level table.
 
-    python reference/examples/opt_levels.py
+    python examples/opt_levels.py
+
+Run it from the folder that holds ``tinytrain/`` and ``examples/`` (the top of a student
+repository; ``reference/`` in the course kit): it imports that folder's tinytrain.
 
 Trains the same small MLP (16-64-64-1, ReLU, float32 start, same weights and batches) on
 a regression task at O0, O1, O2 and O3 with ``tt.amp.initialize`` and the APEX loop, and
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # reference/, for tinytrain
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the folder above, for tinytrain
 
 import itertools
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from hypothesis import example, given, settings
 
-from graders.checks import assert_conforms, assert_equal, assert_raises_like
+from graders.checks import (
+    assert_conforms,
+    assert_equal,
+    assert_raises_like,
+    running_example,
+)
 from graders.oracle.grad_modes import run_script
 from graders.strategies.grad_modes import KEY_SCRIPTS, describe, scripts
 from graders.strategies.programs import functions_source
@@ -39,7 +44,9 @@ def _with_key_scripts(test):
 @_with_key_scripts
 def test_nested_modes_match_torch(submission, script):
     """Nested no_grad/enable_grad/set_grad_enabled/inference_mode blocks match torch."""
-    got = submission.call("autograd.grad_mode_script", script)
+    program = describe(script)
+    with running_example(f"{CHECK_HELP}:\n{program}"):
+        got = submission.call("autograd.grad_mode_script", script)
     expected = run_script(script)
     assert_conforms(got, expected, what="the checks reached")
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
@@ -99,7 +106,8 @@ DECORATOR_CHECKS = {
 @task("1.3")
 def test_decorators(submission):
     """no_grad(), enable_grad(), set_grad_enabled(False) work as function decorators."""
-    got = submission.call("autograd.grad_mode_decorators")
+    with running_example(None, DECORATOR_CODE):
+        got = submission.call("autograd.grad_mode_decorators")
     expected = {key: value for key, (value, _) in DECORATOR_CHECKS.items()}
     assert_conforms(got, expected, what="the observation")
     for key, (value, what) in DECORATOR_CHECKS.items():

@@ -33,7 +33,8 @@ def resolve_levels(model: Any, rules: dict[str, str]) -> dict[str, str | None]:
     # BEGIN SOLUTION 4.5
     # HINT: a level outside LAYER_LEVELS is a ValueError naming it.
     # HINT: named_modules() lists parents before children; a child's parent is the name
-    # HINT: before its last dot ("" for a direct child of the model).
+    # HINT: before its last dot ("" for a direct child of the model). Fill `levels` (the
+    # HINT: line after this block returns it).
     for level in rules.values():
         if level not in LAYER_LEVELS:
             raise ValueError(f"layer-wise opt levels are {', '.join(LAYER_LEVELS)}; got "

@@ -220,7 +220,8 @@ def initialize(model: Any, optimizer: Any, opt_level: str = "O1",
     # BEGIN SOLUTION 4.4
     # HINT: cast the model (cast_model_type), wrap its forward (patch_forward), and at O2
     # HINT: put float32 copies of the parameters (leaves that require grad) in the
-    # HINT: optimizer's param_groups in their place.
+    # HINT: optimizer's param_groups in their place. The return below needs `masters`:
+    # HINT: None except at O2, where it is the list of those copies (in the order of params).
     if level.cast_model_type is not None:
         model.to(level.cast_model_type)
     patch_forward(model, opt_level)

@@ -60,6 +60,15 @@ def _as_tuple(x: Any) -> tuple[Any, ...]:
 def _root_grad(index: int, tensor: Any, grad: Any) -> np.ndarray:
     """The gradient that starts backward at ``tensor`` (ones for a one-element tensor)."""
     # BEGIN SOLUTION 1.2
+    # HINT: PyTorch's RuntimeErrors here (the grader checks the type and the text):
+    # HINT: a root that does not require grad: "element {index} of tensors does not
+    # HINT: require grad and does not have a grad_fn"; no grad for a root of more than one
+    # HINT: element: "grad can be implicitly created only for scalar outputs"; a grad of
+    # HINT: another shape: "Mismatch in shape: grad_output[{index}] has a shape of
+    # HINT: {grad.shape} and output[{index}] has a shape of {tensor.shape}."
+    # HINT: (A second backward without retain_graph needs no code here: the framework
+    # HINT: raises "Trying to backward through the graph a second time ..." when a node
+    # HINT: reads saved tensors that run_backward freed with node._release().)
     if not tensor._requires_grad:
         raise RuntimeError(
             f"element {index} of tensors does not require grad and does not have a grad_fn"

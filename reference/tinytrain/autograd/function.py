@@ -419,7 +419,11 @@ def forward_in_float32(cls: type[Function], ctx: BackwardNode, args: tuple[Any, 
     marked, so that backward computes in float32 too."""
     # BEGIN SOLUTION 4.1
     # HINT: _float32_alias(arg) gives a float32 stand-in for each floating point Tensor;
-    # HINT: run forward on those, then round every output with _round_to(output, dtype)
+    # HINT: run forward on those, then round every output with _round_to(output, dtype).
+    # HINT: The lines after this block use four names it must define: `wide` (the
+    # HINT: arguments forward ran on, stand-ins included, a tuple in the order of args),
+    # HINT: `single` (True when forward returned one array, not a tuple), `raw` (forward's
+    # HINT: outputs as a tuple) and `rounded` (raw's outputs rounded, a tuple).
     wide = tuple([_float32_alias(a) for a in args])
     result = cls.forward(ctx, *wide, **kwargs)
     single = not isinstance(result, tuple)

@@ -113,7 +113,9 @@ class set_grad_enabled(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
 
 class inference_mode(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
     """Like ``no_grad``, and tensors created inside become inference tensors, which may
-    not re-enter autograd later. ``inference_mode(False)`` inside is a no-op region."""
+    not re-enter autograd later. ``inference_mode(False)`` turns inference mode off and
+    grad mode on for its region (inside ``inference_mode`` or ``no_grad`` too), as in
+    PyTorch; on exit both modes are restored."""
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)

@@ -32,7 +32,8 @@ def resolve_levels(model: Any, rules: dict[str, str]) -> dict[str, str | None]:
     levels: dict[str, str | None] = {}
     # HINT: a level outside LAYER_LEVELS is a ValueError naming it.
     # HINT: named_modules() lists parents before children; a child's parent is the name
-    # HINT: before its last dot ("" for a direct child of the model).
+    # HINT: before its last dot ("" for a direct child of the model). Fill `levels` (the
+    # HINT: line after this block returns it).
     raise NotImplementedError("task 4.5: Layer-wise precision policy")
     return levels
 

@@ -189,7 +189,8 @@ def initialize(model: Any, optimizer: Any, opt_level: str = "O1",
     params = [p for group in optimizer.param_groups for p in group["params"]]
     # HINT: cast the model (cast_model_type), wrap its forward (patch_forward), and at O2
     # HINT: put float32 copies of the parameters (leaves that require grad) in the
-    # HINT: optimizer's param_groups in their place.
+    # HINT: optimizer's param_groups in their place. The return below needs `masters`:
+    # HINT: None except at O2, where it is the list of those copies (in the order of params).
     raise NotImplementedError("task 4.4: APEX opt levels O0-O3: initialize, master weights, loss scaling")
     return model, AmpOptimizer(optimizer, opt_level, scaler, params, masters)
 

@@ -375,7 +375,11 @@ def forward_in_float32(cls: type[Function], ctx: BackwardNode, args: tuple[Any, 
     PyTorch keeps them; ``saved_tensors`` widens them again for backward), and the node is
     marked, so that backward computes in float32 too."""
     # HINT: _float32_alias(arg) gives a float32 stand-in for each floating point Tensor;
-    # HINT: run forward on those, then round every output with _round_to(output, dtype)
+    # HINT: run forward on those, then round every output with _round_to(output, dtype).
+    # HINT: The lines after this block use four names it must define: `wide` (the
+    # HINT: arguments forward ran on, stand-ins included, a tuple in the order of args),
+    # HINT: `single` (True when forward returned one array, not a tuple), `raw` (forward's
+    # HINT: outputs as a tuple) and `rounded` (raw's outputs rounded, a tuple).
     raise NotImplementedError("task 4.1: Low precision: bfloat16, casts, promotion, float32 opmath")
     standins = {id(w): a for w, a in zip(wide, args, strict=True) if w is not a}
     standins.update({id(r): o for r, o in zip(raw, rounded, strict=True)})

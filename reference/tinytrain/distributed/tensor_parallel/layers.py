@@ -113,16 +113,20 @@ class RowParallelLinear(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         # BEGIN SOLUTION 7.3
+        # HINT: define `partial`, this rank's share of the product (its slice of x's
+        # HINT: features times its weight columns, no bias), which the blocks below sum.
         if not self.input_is_parallel:
             x = scatter_to_tensor_model_parallel_region(x, self.group)
         partial = F.linear(x, self.weight)
         # END SOLUTION
         if self.sequence_parallel:
             # BEGIN SOLUTION 7.4
+            # HINT: `y`: the ranks' `partial` summed, this rank's part of the sequence only
             y = reduce_scatter_to_sequence_parallel_region(partial, self.group)
             # END SOLUTION
         else:
             # BEGIN SOLUTION 7.3
+            # HINT: `y`: the ranks' `partial` summed, every rank getting the whole sum
             y = reduce_from_tensor_model_parallel_region(partial, self.group)
             # END SOLUTION
         return y if self.bias is None else y + self.bias

@@ -93,10 +93,14 @@ class RowParallelLinear(Module):
         raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
 
     def forward(self, x: Tensor) -> Tensor:
+        # HINT: define `partial`, this rank's share of the product (its slice of x's
+        # HINT: features times its weight columns, no bias), which the blocks below sum.
         raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
         if self.sequence_parallel:
+            # HINT: `y`: the ranks' `partial` summed, this rank's part of the sequence only
             raise NotImplementedError("task 7.4: Sequence parallelism: all-gather and reduce-scatter along the sequence, LayerNorm regions")
         else:
+            # HINT: `y`: the ranks' `partial` summed, every rank getting the whole sum
             raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
         return y if self.bias is None else y + self.bias
 
