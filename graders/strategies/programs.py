@@ -224,9 +224,9 @@ def classes_source(names: list[str], module: str = "_functions",
     are."""
     sources, _ = _probe_module(module, builder)
     chosen = [source for name, source in sources.items() if name in names]
-    return "\n\n\n".join(["# the grader's own small Functions (its probes use these, not "
-                           "tinytrain's operators,\n# so this runs before assignment 2 is done)",
-                           *chosen])
+    return "\n\n\n".join(["# the grader's own small Functions: its probes run these rather "
+                           "than tinytrain's\n# operators, so this needs only the task graded "
+                           "and the tasks before it", *chosen])
 
 
 @functools.cache
