@@ -18,12 +18,14 @@ def _number(value: Any) -> Any:
 
 
 def _array_literal(value: Any) -> str:
-    return "None" if value is None else f"tt.tensor({literal(value)})"
+    if value is None:
+        return "None"
+    return f"tt.tensor({literal(value)}, dtype=tt.{np.asarray(value).dtype.name})"
 
 
 def reproducer(run: dict[str, Any]) -> str:
     """tinytrain code that performs ``run`` (see graders.strategies.optim.runs)."""
-    lines = ["import tinytrain as tt", "params = ["]
+    lines = ["import numpy as np", "import tinytrain as tt", "params = ["]
     groups = []
     start = 0
     for group in run["groups"]:
@@ -41,11 +43,25 @@ def reproducer(run: dict[str, Any]) -> str:
         lines.append("    [" + ", ".join(_array_literal(g) for g in step) + "],")
     lines.append("]")
     lines += [
+        "",
+        "",
+        "def values(x):  # NumPy arrays print 8 digits (a tensor prints 4)",
+        "    if isinstance(x, dict):",
+        "        return {k: values(v) for k, v in x.items()}",
+        "    return x.data if isinstance(x, tt.Tensor) else x",
+        "",
+        "",
         "for k, step in enumerate(grads):",
         "    for p, g in zip(params, step):",
         "        p.grad = g",
+        "    arrays = [p.data for p in params]",
         "    opt.step()",
-        "    print(k + 1, [p.data for p in params], [opt.state.get(p) for p in params])",
+        '    print("step", k + 1, [p.data for p in params])',
+        '    print("  state:", [values(opt.state.get(p)) for p in params])',
+        "    # PyTorch: each .grad as given, each parameter updated in place",
+        '    print("  .grad after step():", [values(p.grad) for p in params])',
+        '    print("  updated in place:", [np.shares_memory(p.data, a) for p, a in '
+        "zip(params, arrays)])",
     ]
     return "\n".join(lines)
 

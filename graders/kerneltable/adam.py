@@ -9,7 +9,7 @@ import numpy as np
 from ..oracle import cuda as oracle
 from ..strategies.cuda import Values
 from .checks import check_launch
-from .spec import Buffer, Case, Expect, KernelInfo, Launch, Ptr, WrapperInfo, cdiv
+from .spec import Buffer, Case, Expect, KernelInfo, Launch, Ptr, WrapperInfo, cdiv, reproducer
 
 BLOCK_SIZE = 64
 # torch computes the bias corrections in float64 on the host, the kernel beta ** step in
@@ -67,6 +67,7 @@ def _first_steps(submission: Any, info: KernelInfo) -> None:
              "decoupled": decoupled}
         param = v.normal("param", (2 * BLOCK_SIZE + 5,), "float32")
         m, vv = np.zeros_like(param), np.zeros_like(param)
+        v.note("exp_avg, exp_avg_sq = np.zeros_like(param), np.zeros_like(param)")
         torch_state = (param, m, vv)
         for step in range(1, 5):
             grad = v.normal("grad", param.shape, "float32")
@@ -74,6 +75,10 @@ def _first_steps(submission: Any, info: KernelInfo) -> None:
                         _expect(*torch_state[:1], grad, *torch_state[1:], step, h),
                         f"step {step} from zero moments, {h}", v, "float32")
             obs = check_launch(submission, info, case, f" [step {step}]")
+            # the reproducer of a later step runs this one first (the launch updates the
+            # state arrays in place, as the kernel's own results feed the next step here)
+            v.note(next(line for line in reproducer(case, info.module, info.name).splitlines()
+                        if line.startswith("launch(")))
             param, m, vv = (obs["outputs"][k] for k in ("param", "exp_avg", "exp_avg_sq"))
             torch_state = tuple(case.expected[k].value for k in ("param", "exp_avg", "exp_avg_sq"))
 

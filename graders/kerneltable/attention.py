@@ -80,8 +80,14 @@ def _backward_inputs(v: Values, dtype: str, shape: tuple[int, ...], causal: bool
     o = oracle.n(e["o"], dtype)
     lse = oracle.n(e["lse"].reshape(z * h, t), "float32")
     delta = (o.astype(np.float32) * do.astype(np.float32)).sum(-1).reshape(z * h, t)
-    v.note("o, lse = attention(q, k, v) (torch, float64; o rounded to the dtype); "
-           "delta = (o * do).sum(-1) (float32)")
+    v.note(f"s = (q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2)) "
+           f"* {scale!r}  # torch's attention, in float64")
+    if causal:
+        v.note("s[..., np.triu(np.ones(s.shape[-2:], bool), 1)] = -np.inf  # causal")
+    v.note("lse64 = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1)) + s.max(-1)")
+    v.note(f"o = (np.exp(s - lse64[..., None]) @ v.astype(np.float64)).astype(np.{dtype})")
+    v.note(f"lse = lse64.reshape({z * h}, {t}).astype(np.float32)")
+    v.note(f"delta = (o.astype(np.float32) * do.astype(np.float32)).sum(-1).reshape({z * h}, {t})")
     return {"q": q, "k": k, "v": vv, "do": do, "o": o, "lse": lse, "delta": delta}, e
 
 

@@ -4,12 +4,14 @@ written, outputs never written (still NaN), and values against torch."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..checks import assert_close, assert_conforms
 from ..harness.errors import NotImplementedInSubmission
+from ..suites._support import literal
 from .spec import Case, Expect, KernelInfo, WrapperInfo, reproducer
 
 COMPILE_TIMEOUT = 50.0  # seconds for one compile call (a child process compiles a batch)
@@ -121,9 +123,37 @@ def check_launch(submission: Any, info: KernelInfo, case: Case, label: str = "")
     return obs
 
 
+def _wrapper_call(info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
+                  name_of: Callable[[Any], str | None]) -> list[str]:
+    """The lines that lay the arguments out as the probe does and call the wrapper."""
+    lines, sources = [], []
+    for a in args:
+        array, layout = (a["array"], a.get("layout", "contiguous")) \
+            if isinstance(a, dict) and "array" in a else (a, "contiguous")
+        name = name_of(array)
+        if name is None:
+            sources.append(repr(array) if not isinstance(array, np.ndarray)
+                           else f"np.array({literal(array)}, dtype=np.{array.dtype.name})")
+            continue
+        if layout == "transposed":
+            lines.append(f"{name} = np.ascontiguousarray(np.swapaxes({name}, -1, -2))"
+                         f".swapaxes(-1, -2)  # {layout}")
+        elif layout == "strided":
+            lines.append(f"{name}_mem = np.zeros({name}.shape[:-1] + ({name}.shape[-1] * 2,), "
+                         f"{name}.dtype); {name}_mem[..., ::2] = {name}; "
+                         f"{name} = {name}_mem[..., ::2]  # {layout}")
+        sources.append(name)
+    sources += [f"{k}={v!r}" for k, v in kwargs.items()]
+    call = f"tt.cuda.{info.module}.{info.name}({', '.join(sources)})"
+    return [*lines, f"result = {call}", "np.set_printoptions(precision=8, threshold=200)",
+            "print(result)"]
+
+
 def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
-                  expected: list[Expect], description: str, values_code: list[str]) -> None:
-    """Call a task's host function, check its results and that it launched its kernels."""
+                  expected: list[Expect], description: str, values_code: list[str],
+                  name_of: Callable[[Any], str | None] = lambda _: None) -> None:
+    """Call a task's host function, check its results and that it launched its kernels.
+    ``name_of``: the name ``values_code`` gives a drawn array."""
     obs = submission.call("cuda.wrapper", info.module, info.name, args, kwargs)
     results = [np.empty(np.shape(e.value)) for e in expected]
     assert_conforms(obs, {"results": results, "launched": None}, what=info.name)
@@ -137,8 +167,8 @@ def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: d
             f"(it launched {sorted(set(n.rsplit('.', 1)[-1] for n in launched)) or 'nothing'}): "
             "the work must be done by the task's Triton kernels, not by NumPy in the wrapper"
             f"\n  case: {description}")
-    call = f"tt.cuda.{info.module}.{info.name}(...)"
-    repro = "\n".join(["import numpy as np", "import tinytrain as tt", *values_code, call])
+    repro = "\n".join(["import numpy as np", "import tinytrain as tt", *values_code,
+                       *_wrapper_call(info, args, kwargs, name_of)])
     for k, (got, expect) in enumerate(zip(obs["results"], expected)):
         check_values(f"result {k}" if len(expected) > 1 else "the result", got, expect,
                      what=f"tt.cuda.{info.module}.{info.name}", case=description, repro=repro)

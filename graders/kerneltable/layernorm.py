@@ -65,7 +65,8 @@ def _layer_norm_backward(v: Values, dtype: str, rows: int | None = None,
     dy = v.normal("dy", (rows, cols), dtype)
     _, mean, rstd = oracle.layer_norm(x, w, np.zeros_like(w), eps)
     mean, rstd = oracle.n(mean, "float32"), oracle.n(rstd, "float32")
-    v.note("mean, rstd = x.mean(-1), 1 / sqrt(x.var(-1) + 1e-5)  # float32, torch's")
+    v.note("mean = x.astype(np.float64).mean(-1).astype(np.float32)  # torch's, float32")
+    v.note("rstd = (1 / np.sqrt(x.astype(np.float64).var(-1) + 1e-5)).astype(np.float32)")
     programs = cdiv(rows, ROWS_PER_PROGRAM)
     block = block_for(cols)
     launch = Launch(
@@ -210,9 +211,13 @@ def _wrap_layer_norm_backward(v: Values) -> tuple[list[Any], dict[str, Any], lis
     w = v.normal("w", shape[-1:], dtype, 1.0, 1.0)
     dy = v.normal("dy", shape, dtype)
     _, mean, rstd = oracle.layer_norm(x, w, np.zeros_like(w), 1e-5)
-    v.note("_, mean, rstd = tt.cuda.layernorm.layer_norm(x, w, 0 * w)")
+    mean, rstd = oracle.n(mean, "float32"), oracle.n(rstd, "float32")
+    v.note("mean = x.astype(np.float64).mean(-1).astype(np.float32)  # torch's, float32")
+    v.note("rstd = (1 / np.sqrt(x.astype(np.float64).var(-1) + 1e-5)).astype(np.float32)")
+    v.named(mean, "mean")
+    v.named(rstd, "rstd")
     dx, dw, db = oracle.layer_norm_backward(x, w, np.zeros_like(w), dy, 1e-5)
-    return [x, w, oracle.n(mean, "float32"), oracle.n(rstd, "float32"), dy], {}, [
+    return [x, w, mean, rstd, dy], {}, [
         Expect(oracle.n(dx, dtype), atol=1e-4), Expect(oracle.n(dw, dtype), 1e-5, 1e-4),
         Expect(oracle.n(db, dtype), 1e-5, 1e-4)], f"x {shape} {dtype}"
 

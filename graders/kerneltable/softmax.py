@@ -39,6 +39,14 @@ def _softmax(v: Values, dtype: str, rows: int | None = None, cols: int | None = 
     return Case(launch, expected, what, v, dtype)
 
 
+def _softmax_note(v: Values, name: str, dim: int, log: bool, dtype: str) -> None:
+    """NumPy code for y, torch's (log_)softmax of ``name`` over ``dim`` (float32, rounded
+    to ``dtype``), for the reproducer."""
+    v.note(f"z = {name}.astype(np.float64) - {name}.astype(np.float64).max({dim}, keepdims=True)")
+    v.note(f"lse = np.log(np.exp(z).sum({dim}, keepdims=True))")
+    v.note(f"y = {'z - lse' if log else 'np.exp(z - lse)'}.astype(np.{dtype})  # torch's")
+
+
 def _softmax_backward(v: Values, dtype: str, rows: int | None = None,
                       cols: int | None = None) -> Case:
     rows = v.integer(1, 12) if rows is None else rows
@@ -47,7 +55,7 @@ def _softmax_backward(v: Values, dtype: str, rows: int | None = None,
     y_layout, dy_layout = matrix_layout(v), matrix_layout(v)
     x = v.normal("x", (rows, cols), "float32", 2.0)
     y = oracle.n(oracle.softmax(x, log), dtype)
-    v.note(f"y = {'log_softmax' if log else 'softmax'}(x).astype({dtype!r})  # torch's")
+    _softmax_note(v, "x", -1, log, dtype)
     dy = v.normal("dy", (rows, cols), dtype)
     launch = Launch(
         buffers={"y": Buffer(y, y_layout), "dy": Buffer(dy, dy_layout),
@@ -139,7 +147,8 @@ def _wrap_softmax_backward(v: Values) -> tuple[list[Any], dict[str, Any], list[E
     x = v.normal("x", shape, dtype, 2.0)
     moved = np.moveaxis(x, dim, -1)
     y = np.moveaxis(oracle.n(oracle.softmax(moved, log), dtype), -1, dim)
-    v.note(f"y = tt.cuda.softmax.softmax(x, dim={dim}, log={log})")
+    _softmax_note(v, "x", dim, log, dtype)
+    v.named(y, "y")
     dy = v.normal("dy", shape, dtype)
     expected = oracle.softmax_backward(np.moveaxis(y, dim, -1), np.moveaxis(dy, dim, -1), log)
     return [y, dy], {"dim": dim, "log": log}, \

@@ -113,17 +113,37 @@ def layout_line(name: str, layout: str) -> str | None:
 
 
 def reproducer(case: Case, module: str, kernel: str) -> str:
-    """NumPy + tinytrain code that launches the kernel on the same buffers as the grader."""
+    """NumPy + tinytrain code that launches the kernel on the same buffers as the grader:
+    once under the grader's own bounds checker (installed with the grader: it reports an
+    access outside the buffers, writes into the guard regions around them, and inputs
+    written), then plainly, printing each output."""
     launch = case.launch
-    lines = ["import numpy as np", "from tinytrain.cuda._runtime import launch",
+    lines = ["import numpy as np", "import tinytrain as tt",
+             "from graders.probes.cuda import launch as checked_launch",
+             "from tinytrain.cuda._runtime import launch",
              f"from tinytrain.cuda.{module} import {kernel}", *case.values.lines]
+    shown = []
     for name, buf in launch.buffers.items():
+        if buf.output or buf.inout:
+            shown.append(name)
         if buf.output and not buf.inout:
             dtype = NP_NAMES.get(buf.values.dtype.name, f"np.{buf.values.dtype.name}")
             lines.append(f"{name} = np.full({tuple(buf.values.shape)}, np.nan, {dtype})")
         line = layout_line(name, buf.layout)
         if line:
             lines.append(line)
+    wire = launch.wire(module, kernel)
+    buffers = ", ".join(
+        f"{name!r}: {{'values': {name}, "
+        + ", ".join(f"{k!r}: {v!r}" for k, v in spec.items() if k != "values") + "}"
+        for name, spec in wire["buffers"].items())
+    rest = ", ".join(f"{k!r}: {v!r}" for k, v in wire.items() if k != "buffers")
+    lines += ["# the grader's checked launch (its own copies of the buffers, between guard regions)",
+              f"seen = checked_launch(tt, {{'buffers': {{{buffers}}}, {rest}}})",
+              "# a correct kernel: None, [], []",
+              'print("out of bounds:", seen["oob"])',
+              'print("guard regions written:", seen["guards"], "inputs written:", '
+              'seen["written_inputs"])']
     args = []
     for a in launch.args:
         if isinstance(a, Ptr):
@@ -134,6 +154,8 @@ def reproducer(case: Case, module: str, kernel: str) -> str:
             args.append(repr(a))
     consts = ", ".join(f"{k}={v!r}" for k, v in launch.constexprs.items())
     lines.append(f"launch({kernel}, {tuple(launch.grid)}, {', '.join(args)}, {consts})")
+    lines.append("np.set_printoptions(precision=8, threshold=200)")
+    lines += [f'print("{name}:", {name})' for name in shown]
     return "\n".join(lines)
 
 

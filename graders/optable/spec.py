@@ -173,20 +173,21 @@ def call_source(call: str, sample: Sample, names: dict[int, str]) -> str:
     return f"{call}({', '.join(args + kwargs)})"
 
 
-def _values(array: np.ndarray) -> str:
+def values_source(array: np.ndarray) -> str:
     """A Python literal for ``array``, non-finite values included."""
     if array.size == 0:
         return f"np.zeros({array.shape})"
     return re.sub(r"\b(inf|nan)\b", r"float('\1')", literal(array))
 
 
-def _tensor_source(t: T, name: str, with_grad: bool) -> str:
+def _tensor_source(t: T, name: str, with_grad: bool, contiguous: bool = False,
+                   values: str | None = None) -> str:
     dtype = t.value.dtype.name
-    values = _values(t.value)
-    if t.layout == "contiguous":
+    values = values_source(t.value) if values is None else values
+    if t.layout == "contiguous" or contiguous:
         grad = ", requires_grad=True" if with_grad and t.grad else ""
         return f"{name} = tt.tensor({values}, dtype=tt.{dtype}{grad})"
-    array = f"np.array({values}, dtype=np.{dtype})"
+    array = f"np.array({values}, dtype=tt.{dtype}.np)"  # (NumPy has no bfloat16 of its own)
     if t.layout == "transposed":
         array = f"np.asfortranarray({array})"
     else:
@@ -196,20 +197,41 @@ def _tensor_source(t: T, name: str, with_grad: bool) -> str:
 
 
 def reproducer(call: str, sample: Sample, grad_outputs: list[np.ndarray | None] | None = None,
-               n_outputs: int = 1) -> str:
-    """A tinytrain snippet a student can paste: the inputs, the call, and (with
-    ``grad_outputs``) the backward and the gradients."""
+               n_outputs: int = 1, *, view: bool = False, raises: str | None = None,
+               setup: tuple[str, ...] = (), values: dict[str, str] | None = None) -> str:
+    """A tinytrain script a student can run: the inputs, the call, and (with
+    ``grad_outputs``) the backward and the gradients; with ``view``, whether the output
+    is a view of the first input; with ``raises`` (what PyTorch raises), the exception.
+    ``values``: NumPy expressions for the values of some inputs (by name: x, y, ...),
+    after the ``setup`` lines, instead of literals (large drawn inputs: a seeded
+    generator gives the same values in a few characters)."""
     names = tensor_names(sample)
-    lines = ["import numpy as np", "import tinytrain as tt"]
+    lines = ["import numpy as np", "import tinytrain as tt", *setup]
     backward = grad_outputs is not None
-    lines += [_tensor_source(t, names[id(t)], backward) for t in sample.tensors()]
-    lines.append(f"out = {call_source(call, sample, names)}")
+    # (the view probe makes its inputs contiguous)
+    lines += [_tensor_source(t, names[id(t)], backward, contiguous=view,
+                             values=(values or {}).get(names[id(t)]))
+              for t in sample.tensors()]
+    source = call_source(call, sample, names)
+    if raises is not None:
+        return "\n".join([*lines, "try:", f"    out = {source}", '    print("raised nothing")',
+                          f"except Exception as error:  # PyTorch: {raises}",
+                          "    print(type(error).__name__, error)"])
+    lines.append(f"out = {source}")
+    if view:
+        first = names[id(sample.tensors()[0])]
+        out = "out[0]" if n_outputs > 1 else "out"
+        return "\n".join([*lines, "# PyTorch: True True True (a view shares memory and the "
+                                  "version counter, and _base is the input)",
+                          f"print(np.shares_memory({out}.data, {first}.data), "
+                          f"{out}._version_counter is {first}._version_counter, "
+                          f"{out}._base is {first})"])
+    lines.append("print(out)")
     if not backward:
-        lines.append("print(out)")
         return "\n".join(lines)
     k, grad = next((k, g) for k, g in enumerate(grad_outputs) if g is not None)
     target = f"out[{k}]" if n_outputs > 1 else "out"
-    lines.append(f"{target}.backward(tt.tensor({_values(grad)}, dtype=tt.{grad.dtype.name}))")
+    lines.append(f"{target}.backward(tt.tensor({values_source(grad)}, dtype=tt.{grad.dtype.name}))")
     wanted = [names[id(t)] for t in sample.differentiable()]
     lines.append("print(" + ", ".join(f"{n}.grad" for n in wanted) + ")")
     return "\n".join(lines)

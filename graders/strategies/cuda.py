@@ -27,6 +27,7 @@ class Values:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.lines = [f"rng = np.random.default_rng({seed})"]
+        self._named: list[tuple[np.ndarray, str]] = []  # each drawn array, its name in lines
 
     # structure (Hypothesis)
     def __call__(self, strategy: st.SearchStrategy) -> Any:
@@ -49,6 +50,7 @@ class Values:
         value = (self.rng.standard_normal(shape) * scale + shift).astype(dtype)
         self.lines.append(f"{name} = (rng.standard_normal({shape}) * {scale!r} + {shift!r})"
                           f".astype({NP_NAMES[dtype]})")
+        self.named(value, name)
         return value
 
     def uniform(self, name: str, shape: tuple[int, ...], dtype: str, low: float,
@@ -57,16 +59,26 @@ class Values:
         value = self.rng.uniform(low, high, shape).astype(dtype)
         self.lines.append(f"{name} = rng.uniform({low!r}, {high!r}, {shape})"
                           f".astype({NP_NAMES[dtype]})")
+        self.named(value, name)
         return value
 
     def integers(self, name: str, shape: tuple[int, ...], low: int, high: int) -> np.ndarray:
         shape = tuple(int(s) for s in shape)
         value = self.rng.integers(low, high, shape).astype(np.int64)
         self.lines.append(f"{name} = rng.integers({low}, {high}, {shape}).astype(np.int64)")
+        self.named(value, name)
         return value
 
     def note(self, line: str) -> None:
         self.lines.append(line)
+
+    def named(self, value: np.ndarray, name: str) -> None:
+        """Say that ``lines`` give ``value`` the name ``name``."""
+        self._named.append((value, name))
+
+    def name_of(self, value: Any) -> str | None:
+        """The name ``lines`` give this very array, if any."""
+        return next((name for v, name in self._named if v is value), None)
 
 
 def fixed(seed: int) -> Values:

@@ -20,6 +20,9 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from ..suites._support import literal
+from .programs import function_class, functions_source
+
 UNARY = ["sin", "exp", "square", "scale"]
 INPLACE_BINARY = ["add_", "sub_", "mul_", "div_", "copy_"]
 INPLACE_UNARY = ["relu_", "clamp_", "zero_", "fill_"]
@@ -135,22 +138,46 @@ def fold_weights(program: dict[str, Any]) -> list[float]:
     return [1.0 + 0.25 * i for i in range(n)]
 
 
-def describe(program: dict[str, Any]) -> str:
-    """tinytrain-like code for the program (for failure messages)."""
+# the probe Function each out-of-place op and view of a program runs (they save what
+# torch's ops save); in-place steps are the submission's own ops
+_PROBE_OPS = {"sin": "sin", "exp": "exp", "square": "square", "scale": "scale", "add": "add",
+              "mul": "torch_mul", "narrow": "narrow", "select": "select", "t": "transpose"}
+
+
+def reproducer(program: dict[str, Any]) -> str:
+    """A complete tinytrain script that runs the program as the grader did: the
+    out-of-place ops and views are the probes' Functions (spelled out), the in-place
+    writes the submission's. It prints every value's _version, requires_grad and is_leaf
+    before backward, then the leaves' gradients, or the RuntimeError raised."""
+    ops = {_PROBE_OPS[s["op"]] for s in program["steps"] if s["op"] in _PROBE_OPS}
     names = [f"x{i}" for i in range(len(program["leaves"]))]
-    lines = [
-        f"x{i} = tt.tensor({np.asarray(v).tolist()}, dtype=tt.float64, requires_grad={bool(rg)})"
+    body = [
+        f"x{i} = tt.tensor({literal(np.asarray(v))}, dtype=tt.float64, "
+        f"requires_grad={bool(rg)})"
         for i, (v, rg) in enumerate(program["leaves"])
     ]
     for step in program["steps"]:
         name = f"v{len(names)}"
-        lines.append(("with tt.no_grad(): " if step.get("no_grad") else "") + step_code(step, names, name))
+        line = step_code(step, names, name)
+        body += ["with tt.no_grad():", "    " + line] if step.get("no_grad") else [line]
         names.append(name if not _is_inplace(step) else names[step["args"][0]])
-    weights = fold_weights(program)
-    terms = " + ".join(f"({n} * {w}).sum()" for n, w in zip(names, weights))
-    lines.append(f"loss = {terms}")
-    lines.append("loss.backward()")
-    return "\n".join(lines)
+    values = ", ".join(names)
+    body += [f"values = [{values}]  # values numbered leaves first",
+             'print("_version:", [v._version for v in values])',
+             'print("requires_grad:", [v.requires_grad for v in values])',
+             'print("is_leaf:", [v.is_leaf for v in values])',
+             "loss = None",
+             f"for v, w in zip(values, {fold_weights(program)!r}):",
+             "    term = Sum.apply(Scale.apply(v, w))",
+             "    loss = term if loss is None else Add.apply(loss, term)",
+             "loss.backward()",
+             *[f'print("{x}.grad:", {x}.grad)' for x in names[: len(program["leaves"])]]]
+    return "\n".join([
+        "import numpy as np", "import tinytrain as tt", "",
+        functions_source(sorted(ops | {"sum", "scale", "add"})), "", "",
+        "try:", *["    " + line for line in body],
+        "except RuntimeError as error:  # where PyTorch raises, it raises a RuntimeError",
+        '    print("RuntimeError:", error)'])
 
 
 def _is_inplace(step: dict[str, Any]) -> bool:
@@ -158,21 +185,16 @@ def _is_inplace(step: dict[str, Any]) -> bool:
 
 
 def step_code(step: dict[str, Any], names: list[str], out: str) -> str:
+    """One step as tinytrain code (probe Functions for out-of-place ops and views)."""
     op, args = step["op"], [names[i] for i in step["args"]]
-    if op in ("sin", "exp"):
-        return f"{out} = {args[0]}.{op}()"
-    if op == "square":
-        return f"{out} = {args[0]} ** 2"
+    if op in ("sin", "exp", "square", "add", "mul", "t"):
+        return f"{out} = {function_class(_PROBE_OPS[op])}.apply({', '.join(args)})"
     if op == "scale":
-        return f"{out} = {args[0]} * {step['k']}"
-    if op in ("add", "mul"):
-        return f"{out} = {args[0]} {'+' if op == 'add' else '*'} {args[1]}"
+        return f"{out} = Scale.apply({args[0]}, {step['k']})"
     if op == "narrow":
-        return f"{out} = {args[0]}.narrow(0, {step['key'][0]}, {step['key'][1]})"
+        return f"{out} = Narrow.apply({args[0]}, {step['key'][0]}, {step['key'][1]})  # narrow"
     if op == "select":
-        return f"{out} = {args[0]}[{step['key'][0]}]"
-    if op == "t":
-        return f"{out} = {args[0]}.t()"
+        return f"{out} = Select.apply({args[0]}, {step['key'][0]})  # {args[0]}[{step['key'][0]}]"
     if op == "setitem":
         key = step["key"]
         index = str(key[1]) if key[0] == "index" else f"{key[1]}:{key[2]}"

@@ -14,6 +14,11 @@ is a ``zero`` receives no gradient at all (the nodes below it must still run).
 
 from __future__ import annotations
 
+import ast
+import functools
+import re
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -186,57 +191,131 @@ def describe(program: dict[str, Any]) -> str:
     return f"leaves [{leaves}]; {'; '.join(parts)}"
 
 
-# tinytrain source of the probes' own Functions that have no tinytrain operator
-_FUNCTIONS = {
-    "sincos": '''class SinCos(tt.autograd.Function):  # two outputs
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return np.sin(a.data), np.cos(a.data)
+# The probes' own Functions (``graders.probes._functions`` and others) as source text,
+# read from the probe modules themselves, so a reproducer runs exactly the forward and
+# backward the grader ran: it then needs none of assignment 2's operators. In a probe
+# module they derive from a base class and may log their backward calls; a reproducer's
+# derive from tt.autograd.Function and log nothing.
+_PROBES = Path(__file__).resolve().parents[1] / "probes"
+_CALL_LOG = re.compile(r"^\s*calls\.append\(.*\)\n", re.M)
 
-    @staticmethod
-    def backward(ctx, g_sin, g_cos):
-        (a,) = ctx.saved_tensors
-        return g_sin * np.cos(a.data) - g_cos * np.sin(a.data)''',
-    "relu_mask": '''class ReluMask(tt.autograd.Function):  # a float output and an int64 one
-    @staticmethod
-    def forward(ctx, a):
-        ctx.mask = a.data > 0
-        return np.where(ctx.mask, a.data, 0.0), ctx.mask.astype(np.int64)
 
-    @staticmethod
-    def backward(ctx, grad, grad_mask):
-        return grad * ctx.mask''',
-    "positive": '''class Positive(tt.autograd.Function):  # an int64 output only
-    @staticmethod
-    def forward(ctx, a):
-        return (a.data > 0).astype(np.int64)
+@functools.cache
+def _probe_module(module: str, builder: str) -> tuple[dict[str, str], ast.FunctionDef]:
+    text = (_PROBES / f"{module}.py").read_text()
+    tree = ast.parse(text)
+    function = next(node for node in tree.body
+                    if isinstance(node, ast.FunctionDef) and node.name == builder)
+    sources = {}
+    for node in function.body:
+        if isinstance(node, ast.ClassDef):
+            source = textwrap.dedent(" " * node.col_offset
+                                     + ast.get_source_segment(text, node, padded=False))
+            source = source.replace(f"class {node.name}(base):",
+                                    f"class {node.name}(tt.autograd.Function):", 1)
+            sources[node.name] = _CALL_LOG.sub("", source).rstrip()
+    return sources, function
 
-    @staticmethod
-    def backward(ctx, grad):
-        return None''',
-    "zero": '''class Zero(tt.autograd.Function):  # backward returns None: no gradient
-    @staticmethod
-    def forward(ctx, a):
-        return np.zeros_like(a.data)
 
-    @staticmethod
-    def backward(ctx, grad):
-        return None''',
+def classes_source(names: list[str], module: str = "_functions",
+                   builder: str = "functions") -> str:
+    """The tinytrain source of the Function classes ``names`` that ``builder`` in probe
+    module ``module`` defines, in the module's order, under a comment saying what they
+    are."""
+    sources, _ = _probe_module(module, builder)
+    chosen = [source for name, source in sources.items() if name in names]
+    return "\n\n\n".join(["# the grader's own small Functions: its probes run these rather "
+                           "than tinytrain's\n# operators, so this needs only the task graded "
+                           "and the tasks before it", *chosen])
+
+
+@functools.cache
+def _probe_functions() -> dict[str, str]:
+    """{op name: class name} of the Functions of ``graders.probes._functions``."""
+    sources, builder = _probe_module("_functions", "functions")
+    namespace = next(node.value for node in builder.body if isinstance(node, ast.Assign)
+                     and isinstance(node.value, ast.Call)
+                     and getattr(node.value.func, "id", "") == "SimpleNamespace")
+    return {kw.arg: kw.value.id for kw in namespace.keywords
+            if isinstance(kw.value, ast.Name) and kw.value.id in sources}
+
+
+def function_class(op: str) -> str:
+    """The class name of the probe Function for a probe op name ("torch_mul": TorchMul)."""
+    return _probe_functions()[op]
+
+
+def functions_source(ops: list[str]) -> str:
+    """The tinytrain source of the probe Functions for ``ops`` (probe op names)."""
+    return classes_source([function_class(op) for op in ops if op in _probe_functions()])
+
+
+# The probes set the grad-mode flags directly (task 1.3's context managers are graded on
+# their own): a reproducer does the same, and says which block it stands for.
+_MODE_FLAGS = {
+    "no_grad": ("False, False", "with tt.no_grad():"),
+    "enable_grad": ("True, False", "with tt.enable_grad():"),
+    "inference_mode": ("False, True", "with tt.inference_mode():"),
+    "inference_mode+enable_grad": ("True, True",
+                                   "with tt.inference_mode(), tt.enable_grad():"),
 }
-_CALLS = {"sincos": "SinCos.apply({})", "relu_mask": "ReluMask.apply({})",
-          "positive": "Positive.apply({})", "zero": "Zero.apply({})"}
+
+# Tensor hooks without task 1.4: the probes' own copy of its hook runner and registration.
+_HOOKS = '''# tensor hooks before task 1.4 is done: the grader's copy of 1.4's hook runner, and
+# register_hook(v, hook), which does what v.register_hook(hook) does once 1.4 is done
+from tinytrain.autograd.function import AccumulateGrad, BackwardNode
+
+
+def _apply_hooks(hooks, grads, nr):
+    for hook in list(hooks):
+        if grads[nr] is not None:
+            result = hook(tt.Tensor(grads[nr]))
+            if result is not None:
+                grads[nr] = result.data
+
+
+def _node_hooks(node, grads):
+    for nr, hooks in node._tensor_hooks.items():
+        _apply_hooks(hooks, grads, nr)
+    return grads
+
+
+def _leaf_hooks(node, grads):
+    _apply_hooks(node.variable._backward_hooks or (), grads, 0)
+    return grads
+
+
+BackwardNode._run_tensor_hooks, AccumulateGrad._run_tensor_hooks = _node_hooks, _leaf_hooks
+
+
+def register_hook(v, hook):
+    if v.grad_fn is None:
+        v._backward_hooks = (v._backward_hooks or []) + [hook]
+    else:
+        v.grad_fn._tensor_hooks.setdefault(v._output_nr, []).append(hook)'''
 
 
 def reproducer(program: dict[str, Any], calls: int = 1, backward: bool = True,
-               roots: list[int] | None = None, root_grads: list[Any] | None = None) -> str:
-    """tinytrain code that runs a program with tinytrain's own operators (and small
-    Functions for the ops tinytrain has no operator for); without ``backward`` it prints
-    each value's graph attributes instead of the gradients. ``roots``: the values passed
-    to ``tt.autograd.backward`` with ``root_grads`` instead of the output."""
-    used = [op for op in _FUNCTIONS if any(o[0] == op for o in program["ops"])]
-    lines = ["import numpy as np", "import tinytrain as tt"] if used else ["import tinytrain as tt"]
-    lines += [_FUNCTIONS[op] for op in used]
+               roots: list[int] | None = None, root_grads: list[Any] | None = None, *,
+               retain_graph: bool = False, mode: str | None = None, edges: bool = False,
+               hooks: list[list[Any]] | None = None, sharing: bool = False) -> str:
+    """A complete tinytrain script that runs a program as the grader did: with the
+    probes' own small Functions, spelled out, so it needs assignment 1's tasks only.
+
+    Without ``backward`` it prints each value's graph attributes (with ``edges``, its
+    grad_fn's next_functions too), the ops run under the grad-mode flags of ``mode``.
+    With it, ``calls`` backward passes, each on a fresh forward or (``retain_graph``) all
+    through one graph: of the output, or of ``roots`` with ``root_grads`` through
+    ``tt.autograd.backward``; ``hooks`` ([value, k], ...) put a hook ``g * k`` on those
+    values. Then it prints the leaves' .grad (with ``sharing``, the given gradients too,
+    and whether a .grad shares memory with another one or with a given gradient)."""
+    lines = ["import numpy as np", "import tinytrain as tt"]
+    if mode is not None and not backward:
+        lines.append("from tinytrain.autograd import grad_mode")
+    lines += ["", functions_source([op for op, *_ in program["ops"]])]
+    if hooks:
+        lines += ["", "", _HOOKS]
+    lines += ["", ""]
     names: list[str] = []
     for i, (value, rg) in enumerate(program["leaves"]):
         names.append(f"x{i}")
@@ -244,35 +323,80 @@ def reproducer(program: dict[str, Any], calls: int = 1, backward: bool = True,
                      f"requires_grad={bool(rg)})")
     body = []
     for op, *args in program["ops"]:
-        a = names[args[0]]
-        if op in ("add", "mul"):
-            expr = f"{a} {'+' if op == 'add' else '*'} {names[args[1]]}"
-        elif op == "scale":
-            expr = f"{a} * {args[1]}"
-        elif op == "square":
-            expr = f"{a} * {a}"
-        elif op in _CALLS:
-            expr = _CALLS[op].format(a)
+        call = function_class(op) + ".apply"
+        if op == "scale":
+            expr = f"{call}({names[args[0]]}, {float(args[1])!r})"
         else:
-            expr = f"{a}.{op}()"
+            expr = f"{call}({', '.join(names[a] for a in operands(op, args))})"
         out = [f"v{len(names) + k}" for k in range(len(outputs(op)))]
         names.extend(out)
         body.append(f"{', '.join(out)} = {expr}")
     if not backward:
-        lines.extend(body)
-        lines.append(f"for v in [{', '.join(names)}]:")
-        lines.append("    print(v.requires_grad, v.is_leaf, v.grad_fn)")
-        return "\n".join(lines)
-    if roots:
-        grads = [f"tt.tensor({literal(g)}, dtype=tt.float64)" for g in root_grads or []]
-        run = (f"tt.autograd.backward([{', '.join(names[r] for r in roots)}], "
-               f"[{', '.join(grads)}])")
-    else:
-        run = f"{names[-1]}.backward()"
-    if calls > 1:
-        lines.append(f"for _ in range({calls}):")
-        lines.extend("    " + line for line in [*body, run])
-    else:
-        lines.extend([*body, run])
-    lines.append("print(" + ", ".join(f"x{i}.grad" for i in range(len(program["leaves"]))) + ")")
+        return "\n".join(lines + _graph_lines(body, names, mode, edges))
+    n_leaves = len(program["leaves"])
+    lines += _backward_lines(body, names, n_leaves, calls, roots, root_grads, retain_graph,
+                             hooks)
+    leaves = names[:n_leaves]
+    lines += [f'print("{x}.grad:", {x}.grad)' for x in leaves]
+    if sharing:
+        given = [f"g{k}" for k in range(len(root_grads or []))] if roots else []
+        lines += [f'print("{g} after backward:", {g})' for g in given]
+        lines += [f"arrays = [x.grad.data for x in [{', '.join(leaves)}] if x.grad is not None]"
+                  + (f" + [g.data for g in [{', '.join(given)}]]" if given else ""),
+                  "# torch: False (each .grad is an array of its own)",
+                  'print(".grad sharing memory:", any(np.shares_memory(a, b) '
+                  "for i, a in enumerate(arrays) for b in arrays[i + 1:]))"]
     return "\n".join(lines)
+
+
+def _graph_lines(body: list[str], names: list[str], mode: str | None, edges: bool,
+                 ) -> list[str]:
+    lines = []
+    if mode is not None:
+        flags, stands_for = _MODE_FLAGS[mode]
+        lines += [f"# the ops run as inside `{stands_for}`: the grader sets the flags",
+                  "# (grad enabled, inference mode) itself, not through task 1.3's code",
+                  f"grad_mode._state.grad_enabled, grad_mode._state.inference = {flags}"]
+    lines += body
+    if mode is not None:
+        lines.append("grad_mode._state.grad_enabled, grad_mode._state.inference = True, False")
+    lines += ["",
+              "",
+              "def node(fn):",
+              "    return None if fn is None else type(fn).__name__",
+              "",
+              "",
+              f"for name, v in zip({names!r}, [{', '.join(names)}]):",
+              '    print(name, "requires_grad:", v.requires_grad, "is_leaf:", v.is_leaf, '
+              '"grad_fn:", node(v.grad_fn))']
+    if edges:
+        lines += ["    if v.grad_fn is not None:",
+                  '        print("    next_functions:", '
+                  "[(node(n), nr) for n, nr in v.grad_fn.next_functions])"]
+    return lines
+
+
+def _backward_lines(body: list[str], names: list[str], n_leaves: int, calls: int,
+                    roots: list[int] | None, root_grads: list[Any] | None,
+                    retain_graph: bool, hooks: list[list[Any]] | None) -> list[str]:
+    lines = []
+    keep = "retain_graph=True" if retain_graph else ""
+    if roots:
+        given = [f"g{k}" for k in range(len(root_grads or []))]
+        lines += [f"{g} = tt.tensor({literal(v)}, dtype=tt.float64)"
+                  for g, v in zip(given, root_grads or [], strict=True)]
+        run = (f"tt.autograd.backward([{', '.join(names[r] for r in roots)}], "
+               f"[{', '.join(given)}]{', ' + keep if keep else ''})")
+    else:
+        run = f"{names[-1]}.backward({keep})"
+    # a hook returning g * k, computed in NumPy (tinytrain's * is task 2.1)
+    registered = [(v, f"register_hook({names[v]}, lambda g: tt.tensor(g.data * {float(k)!r}))")
+                  for v, k in hooks or []]
+    lines += [line for v, line in registered if v < n_leaves]  # kept across forwards
+    node_hooks = [line for v, line in registered if v >= n_leaves]
+    if calls > 1 and not retain_graph:
+        lines.append(f"for _ in range({calls}):  # a fresh forward for each backward")
+        lines += ["    " + line for line in [*body, *node_hooks, run]]
+    else:
+        lines += [*body, *node_hooks, *[run] * calls]
+    return lines

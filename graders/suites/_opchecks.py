@@ -94,6 +94,13 @@ def _check_grads(op: OpInfo, sample: Sample, got: list[Any], expected: list[np.n
                      atol=atol, case=case, reproducer=repro, against=against)
 
 
+def _raises(exc_type: str | None, contains: tuple[str, ...]) -> str:
+    """What PyTorch raises, for a reproducer's comment."""
+    if exc_type is None:
+        return "nothing"
+    return exc_type + "".join(f" ...{c}..." for c in contains)
+
+
 def _forward_and_grads(submission: Any, op: OpInfo, sample: Sample, d: Draw,
                        grad_values: tuple[float, ...] | None = None) -> tuple[Any, ...]:
     """The submission's outputs and gradients, and torch's, for random incoming grads."""
@@ -195,7 +202,8 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         assert_equal(got, {"shares_storage": True, "shares_version_counter": True,
                            "base_is_input": True},
                      what=f"{op.name}: is the output a view of its (contiguous) input",
-                     case=describe(sample), reproducer=reproducer(op.calls[0], sample))
+                     case=describe(sample), reproducer=reproducer(op.calls[0], sample,
+                                                                  view=True))
 
     @pytest.mark.parametrize(("op", "error"), _cases(ops, "errors"))
     @settings(max_examples=examples(3))
@@ -208,7 +216,8 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         assert_conforms(got, {"type": None, "message": ""}, what=f"{op.name}: the observation")
         assert_raises_like(got, error.exc_type, what=f"{op.name} ({error.name})",
                            contains=error.contains, case=describe(sample),
-                           reproducer=reproducer(op.calls[0], sample))
+                           reproducer=reproducer(op.calls[0], sample,
+                                                 raises=_raises(error.exc_type, error.contains)))
 
     checks = {
         test_forward: ops,

@@ -19,6 +19,7 @@ from graders.oracle import programs as oracle
 from graders.strategies.programs import (
     backward_reach,
     describe,
+    functions_source,
     layout,
     needs_grad,
     operands,
@@ -70,8 +71,11 @@ def _observe(submission, program, **kwargs):
     return got
 
 
-def _check_grads(got, expected, program, calls=1, roots=None, note="", root_grads=None):
-    repro = reproducer(program, calls, roots=roots, root_grads=root_grads)
+def _check_grads(got, expected, program, calls=1, roots=None, note="", root_grads=None,
+                 retain_graph=False, hooks=None):
+    how = {"roots": roots, "root_grads": root_grads, "retain_graph": retain_graph,
+           "hooks": hooks}
+    repro = reproducer(program, calls, **how)
     case = describe(program) + note + ("" if roots is None else
                                        f"; tt.autograd.backward of {[f'v{r}' for r in roots]}")
     for i, (g, e) in enumerate(zip(got["grads"], expected, strict=True)):
@@ -82,12 +86,17 @@ def _check_grads(got, expected, program, calls=1, roots=None, note="", root_grad
             f"the .grad of {', '.join(shared)} shares memory with another leaf's .grad or "
             "with a gradient given to backward (torch never does: accumulating into it "
             f"later would change the other one too)\n  case: {case}\n  reproduce:\n"
-            + "\n".join("    " + line for line in repro.splitlines()))
+            + _indent(reproducer(program, calls, **how, sharing=True)))
     changed = [k for k, same in enumerate(got["given_unchanged"]) if not same]
     if changed:
         raise AssertionError(
             f"backward changed the values of the gradient tensor(s) given to it (g{changed[0]}"
-            f"): torch never writes into them\n  case: {case}")
+            f"): torch never writes into them\n  case: {case}\n  reproduce:\n"
+            + _indent(reproducer(program, calls, **how, sharing=True)))
+
+
+def _indent(code):
+    return "\n".join("    " + line for line in code.splitlines())
 
 
 @task("1.2")
@@ -99,12 +108,13 @@ def test_worked_example(submission, x):
     assert_conforms(got, {"y": None, "grad": None}, what="the observation")
     t = torch.tensor(x, requires_grad=True)
     (t * torch.exp(t * t)).sum().backward()
-    reproducer = (f"import tinytrain as tt\nx = tt.tensor({literal(x)}, dtype=tt.float64, "
-                  "requires_grad=True)\n(x * (x * x).exp()).sum().backward()\nprint(x.grad)")
+    # the probe's y = Mul(x, Exp(Square(x))), summed (its own Functions, not 2.x's ops)
+    repro = reproducer({"leaves": [[x, True]],
+                        "ops": [["square", 0], ["exp", 1], ["mul", 0, 2], ["sum", 3]]})
     assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=f"x = {literal(x)}",
-                 reproducer=reproducer)
+                 reproducer=repro)
     assert_close(got["grad"], np.exp(x * x) * (1 + 2 * x * x), what="x.grad vs the formula",
-                 case=f"x = {literal(x)}", reproducer=reproducer)
+                 case=f"x = {literal(x)}", reproducer=repro)
 
 
 @task("1.2")
@@ -180,7 +190,7 @@ def test_retain_graph_allows_a_second_backward(submission, program):
     """backward(retain_graph=True) keeps saved tensors: a second pass doubles the grads."""
     got = _observe(submission, program, calls=2, retain_graph=True)
     expected = [None if g is None else 2 * g for g in oracle.leaf_grads(program)]
-    _check_grads(got, expected, program, 2)
+    _check_grads(got, expected, program, 2, retain_graph=True)
 
 
 @task("1.2")
@@ -204,13 +214,45 @@ def test_backward_errors_match_torch(submission):
     assert_conforms(got, {k: _RAISED for k in ("twice", "non_scalar", "no_grad_tensor",
                                                "one_element")}, what="the observation")
     assert_raises_like(got["twice"], "RuntimeError", what="a second backward without retain_graph",
-                       contains=("backward through the graph a second time",))
+                       contains=("backward through the graph a second time",),
+                       reproducer=ERRORS_CODE)
     assert_raises_like(got["non_scalar"], "RuntimeError", what="backward() of a non-scalar",
-                       contains=("grad can be implicitly created only for scalar outputs",))
+                       contains=("grad can be implicitly created only for scalar outputs",),
+                       reproducer=ERRORS_CODE)
     assert_raises_like(got["no_grad_tensor"], "RuntimeError",
                        what="backward() of a tensor that does not require grad",
-                       contains=("does not require grad",))
-    assert_raises_like(got["one_element"], None, what="backward() of a one-element [[x]] tensor")
+                       contains=("does not require grad",), reproducer=ERRORS_CODE)
+    assert_raises_like(got["one_element"], None, what="backward() of a one-element [[x]] tensor",
+                       reproducer=ERRORS_CODE)
+
+
+ERRORS_CODE = f"""import numpy as np
+import tinytrain as tt
+
+{functions_source(["mul", "sin", "sum"])}
+
+
+def show(what, run):
+    try:
+        run()
+        print(what, "raised nothing")
+    except Exception as error:
+        print(what, "raised", type(error).__name__, error)
+
+
+x = tt.tensor([1.0, 2.0, 3.0], dtype=tt.float64, requires_grad=True)
+s = Sum.apply(Mul.apply(x, x))
+s.backward()
+# PyTorch: RuntimeError: Trying to backward through the graph a second time ...
+show("a second backward without retain_graph:", lambda: s.backward())
+# PyTorch: RuntimeError: grad can be implicitly created only for scalar outputs
+show("backward() of a non-scalar:", lambda: Sin.apply(x).backward())
+# PyTorch: RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn
+show("backward() of a tensor that does not require grad:",
+     lambda: tt.tensor([1.0], dtype=tt.float64).backward())
+# PyTorch raises nothing
+one = Sin.apply(tt.tensor([[0.5]], dtype=tt.float64, requires_grad=True))
+show("backward() of a one-element [[x]] tensor:", lambda: one.backward())"""
 
 
 @task("1.2")
@@ -224,8 +266,13 @@ def test_explicit_gradient_argument(submission, data):
     assert_conforms(got, {"grad": None}, what="the observation")
     t = torch.tensor(x, requires_grad=True)
     (torch.sin(t) * t).backward(torch.tensor(g))
+    repro = (f"import numpy as np\nimport tinytrain as tt\n\n"
+             f"{functions_source(['mul', 'sin'])}\n\n\n"
+             f"x = tt.tensor({literal(x)}, dtype=tt.float64, requires_grad=True)\n"
+             f"y = Mul.apply(Sin.apply(x), x)\n"
+             f"y.backward(tt.tensor({literal(g)}, dtype=tt.float64))\nprint(\"x.grad:\", x.grad)")
     assert_close(got["grad"], t.grad.numpy(), what="x.grad",
-                 case=f"x = {literal(x)}, g = {literal(g)}")
+                 case=f"x = {literal(x)}, g = {literal(g)}", reproducer=repro)
 
 
 @st.composite
@@ -276,7 +323,7 @@ def test_engine_applies_tensor_hooks(submission, program, data):
     got = _observe(submission, program, hooks=hooks)
     described = "; ".join(f"v{v}.register_hook(lambda g: g * {k})" for v, k in hooks)
     _check_grads(got, oracle.leaf_grads(program, hooks=hooks), program,
-                 note=f"; hooks: {described}")
+                 note=f"; hooks: {described}", hooks=hooks)
 
 
 @task("1.2")

@@ -15,10 +15,24 @@ from graders.checks import (
 )
 from graders.oracle.grad_modes import run_script
 from graders.strategies.grad_modes import KEY_SCRIPTS, describe, scripts
+from graders.strategies.programs import functions_source
 from graders.suites._support import examples, task
 
-CHECK_HELP = ("where check() prints tt.is_grad_enabled() and whether "
-              "(x * 2).grad_fn is set for x requiring grad")
+CHECK_HELP = ("where check() prints tt.is_grad_enabled() and whether an op on inputs "
+              "requiring grad records a grad_fn")
+CHECK_CODE = f"""import numpy as np
+import tinytrain as tt
+
+{functions_source(["mul"])}
+
+
+def check():  # [is_grad_enabled, records]: what the grader observes at each check
+    a = tt.tensor([1.0], dtype=tt.float64, requires_grad=True)
+    b = tt.tensor([2.0], dtype=tt.float64, requires_grad=True)
+    print([tt.is_grad_enabled(), Mul.apply(a, b).grad_fn is not None])
+
+
+"""
 
 
 def _with_key_scripts(test):
@@ -40,7 +54,7 @@ def test_nested_modes_match_torch(submission, script):
     assert_conforms(got, expected, what="the checks reached")
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert_equal(g, e, what=f"check #{i + 1} [is_grad_enabled, records]",
-                     case=f"{CHECK_HELP}:\n{program}")
+                     case=CHECK_HELP, reproducer=CHECK_CODE + describe(script))
 
 
 @task("1.3")

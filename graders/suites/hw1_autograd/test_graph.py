@@ -52,7 +52,7 @@ def _compare_attributes(got, expected, program, mode=None):
         for key in ("requires_grad", "is_leaf", "has_grad_fn"):
             assert_equal(g[key], e[key], what=f"{value_label(program, i)}: {key}{during}",
                          case=describe(program),
-                         reproducer=reproducer(program, backward=False))
+                         reproducer=reproducer(program, backward=False, mode=mode))
 
 
 def _with_key_programs(test):
@@ -101,16 +101,19 @@ def test_next_functions_point_at_producers(submission, program):
                 continue
             label = value_label(program, value)
             edges = got[value]["edges"]
+            repro = reproducer(program, backward=False, edges=True)
             if not isinstance(edges, list) or len(edges) < len(reads):
                 raise AssertionError(
                     f"{label}.grad_fn.next_functions: expected an entry for each of its "
-                    f"{len(reads)} tensor input(s), got {edges!r}\n  case: {describe(program)}")
+                    f"{len(reads)} tensor input(s), got {edges!r}\n  case: {describe(program)}"
+                    "\n  reproduce:\n" + "\n".join("    " + line for line in repro.splitlines()))
             assert_equal(edges[: len(reads)], expected,
                          what=f"{label}.grad_fn.next_functions ([kind, producer, output_nr] "
-                              "per input)", case=describe(program))
+                              "per input)", case=describe(program), reproducer=repro)
             assert_equal(got[value]["same_node_as"], first,
                          what=f"{label}: the first value with the same grad_fn (the outputs "
-                              f"of one call share one node)", case=describe(program))
+                              f"of one call share one node)", case=describe(program),
+                         reproducer=repro)
 
 
 @task("1.1")
@@ -122,8 +125,7 @@ def test_nothing_recorded_without_requires_grad(submission):
     for i, v in enumerate(got):
         assert_equal([v["requires_grad"], v["is_leaf"], v["has_grad_fn"]], [False, True, False],
                      what=f"{value_label(program, i)} [requires_grad, is_leaf, has grad_fn]",
-                     reproducer="import tinytrain as tt\na = tt.tensor([1., 2.])\n"
-                                "b = a * tt.tensor([3., 4.])\nprint(b.requires_grad, b.grad_fn)")
+                     case=describe(program), reproducer=reproducer(program, backward=False))
 
 
 @task("1.1")

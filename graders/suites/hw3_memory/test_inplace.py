@@ -19,7 +19,8 @@ from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import inplace as oracle
 from graders.probes.inplace import CONST_BASE_CASES, VIEW_CASES
-from graders.strategies.inplace import describe, fold_weights, inplace_programs
+from graders.strategies.inplace import fold_weights, inplace_programs, reproducer
+from graders.strategies.programs import functions_source
 from graders.suites._support import examples, literal, task
 
 VERSION_HINT = "is at version"
@@ -50,7 +51,7 @@ def _conform_run(got, expected):
 
 def _check_step_errors(got, expected, program):
     case = "the program below, in torch and in tinytrain"
-    code = describe(program)
+    code = reproducer(program)
     if got["raised_at"] is not None:
         conform(got, {"step_error": RAISED}, what="inplace.run_program")
     if expected["raised_at"] is None:
@@ -83,7 +84,7 @@ def test_versions_follow_torch(submission, program):
     got, expected = _run(submission, program)
     if _check_step_errors(got, expected, program):
         return
-    code = describe(program)
+    code = reproducer(program)
     for key in ("versions", "requires_grad", "is_leaf"):
         for i, (g, e) in enumerate(zip(got[key], expected[key], strict=True)):
             name = "_version" if key == "versions" else key
@@ -92,7 +93,7 @@ def test_versions_follow_torch(submission, program):
 
 
 def _check_backward(got, expected, program):
-    code = describe(program)
+    code = reproducer(program)
     expected_error = expected["backward_error"]
     if expected_error["type"] is None:
         assert_raises_like(got["backward_error"], None, what="loss.backward()", reproducer=code)
@@ -158,14 +159,39 @@ def test_version_counter_values(submission):
     y, y2 = torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])
     y.copy_(y2)
     expected["other_untouched"] = y2._version
-    reproducer = ("x = tt.arange(6.).reshape(2, 3); x.add_(1.); x.mul_(2.).zero_()\n"
-                  "row = x[1]; col = x.t()[0:2]; row.fill_(3.)\nx[0, 1:] = 7.\n"
-                  "d = x.detach(); d += 1.\nprint(x._version, row._version, col._version)")
     conform(got, {**expected, "values": x.numpy()}, what="inplace.version_counters")
     for key, value in expected.items():
         assert_equal(got[key], value, what=key.replace("_", " ") + " (_version)",
-                     reproducer=reproducer)
-    assert_close(got["values"], x.numpy(), what="x after the writes")
+                     reproducer=VERSIONS_CODE)
+    assert_close(got["values"], x.numpy(), what="x after the writes", reproducer=VERSIONS_CODE)
+
+
+VERSIONS_CODE = f"""import numpy as np
+import tinytrain as tt
+
+{functions_source(["select", "narrow", "transpose"])}
+
+
+x = tt.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+print("start:", x._version)
+x.add_(1.0)
+print("after add_:", x._version)
+x.mul_(2.0).zero_()
+print("after chained:", x._version)
+row = Select.apply(x, 1)  # x[1]
+col = Narrow.apply(Transpose.apply(x), 0, 2)  # x.t()[0:2]
+print("view starts at base:", [row._version, col._version])
+row.fill_(3.0)
+print("after view write:", [x._version, row._version, col._version])
+x[0, 1:] = 7.0
+print("after setitem:", [x._version, row._version, col._version])
+d = x.detach()
+d += 1.0
+print("after detached write:", [x._version, d._version])
+y, y2 = tt.tensor([1.0, 2.0]), tt.tensor([1.0, 2.0])
+y.copy_(y2)
+print("other untouched:", y2._version)
+print("x after the writes:", x)"""
 
 
 @task("3.1")

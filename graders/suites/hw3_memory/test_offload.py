@@ -16,6 +16,7 @@ from hypothesis.extra.numpy import arrays
 from graders.checks import assert_close, assert_equal
 from graders.checks.structure import Kind, Shaped, conform
 from graders.oracle import memory as oracle
+from graders.strategies.programs import functions_source
 from graders.suites._support import examples, literal, task
 
 DTYPES = ["float64", "float32", "float16", "int64", "bool"]
@@ -28,10 +29,7 @@ def _round_trip(submission, kind, data):
     values = data.draw(arrays(np.float64, shape, elements=st.floats(-3, 3, width=16)))
     transpose = len(shape) == 2 and data.draw(st.booleans())
     got = submission.call("memory.pack_round_trip", kind, values, dtype, transpose)
-    hooks = "save_on_cpu()" if kind == "cpu" else "save_on_disk(folder)"
-    code = (f"hooks = tt.autograd.graph.{hooks}\nt = tt.tensor({literal(values)}, "
-            f"dtype=tt.{dtype}){'.t()' if transpose else ''}\npacked = hooks.pack_hook(t)\n"
-            "print(hooks.unpack_hook(packed))")
+    code = _round_trip_code(kind, values, dtype, transpose)
     expected_shape = list(shape[::-1] if transpose else shape)
     original = np.asarray(values).astype(dtype)
     original = original.T if transpose else original
@@ -53,6 +51,31 @@ def _round_trip(submission, kind, data):
                  what="the tensor's storage is freed once the caller drops it (what pack "
                       "returned must not keep it)", reproducer=code)
     return got
+
+
+def _round_trip_code(kind, values, dtype, transpose):
+    """A script doing what the probe does: pack, drop the tensor, unpack twice."""
+    hooks = "save_on_cpu()" if kind == "cpu" else "save_on_disk(folder)"
+    view = "\nt = Transpose.apply(t)  # a view: t.t()" if transpose else ""
+    return f"""import gc
+import tempfile
+import weakref
+
+import numpy as np
+import tinytrain as tt
+{"" if not transpose else chr(10) + functions_source(["transpose"]) + chr(10) * 2}
+folder = tempfile.mkdtemp()
+hooks = tt.autograd.graph.{hooks}
+t = tt.tensor(np.array({literal(values)}).reshape({tuple(np.shape(values))}).astype({dtype!r})){view}
+print("t:", t)
+storage = weakref.ref(t.data.base if t.data.base is not None else t.data)
+packed = hooks.pack_hook(t)
+del t
+gc.collect()
+print("storage freed once t is dropped:", storage() is None)  # PyTorch: True
+restored = hooks.unpack_hook(packed)
+print("unpacked:", type(restored).__name__, restored.data.dtype, list(restored.shape), restored)
+print("unpacked again:", hooks.unpack_hook(packed))"""
 
 
 @task("3.3")

@@ -17,7 +17,7 @@ from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import memory as mlp_oracle
 from graders.oracle import saved_hooks as oracle
-from graders.strategies.programs import describe, programs
+from graders.strategies.programs import describe, functions_source, programs
 from graders.suites._support import examples, task
 
 HOOKS_CODE = ("pack(t): log 'pack', keep t, return its number; unpack(n): log 'unpack', "
@@ -143,10 +143,7 @@ def test_saved_tensor_inspection(submission):
         "through_hooks_is_input": True,
     }
     for key, value in flags.items():
-        assert_equal(got[key], value, what=key.replace("_", " "),
-                     reproducer="x = tt.tensor([.5, -1., 2.], requires_grad=True)\n"
-                                "print(x.sin().grad_fn._saved_self is x)\n"
-                                "e = x.exp(); print(e.grad_fn._saved_result)")
+        assert_equal(got[key], value, what=key.replace("_", " "), reproducer=INSPECTION_CODE)
     assert_close(got["exp_output"], np.exp(np.array([0.5, -1.0, 2.0])), what="x.exp()")
     assert_close(got["exp_result"], got["exp_output"], what="exp's _saved_result vs its output")
     assert_raises_like(got["unknown"], "AttributeError", what="grad_fn._saved_nothing",
@@ -154,6 +151,31 @@ def test_saved_tensor_inspection(submission):
     assert_raises_like(got["after_backward"], "RuntimeError",
                        what="grad_fn._saved_self after backward",
                        contains=("after they have already been freed",))
+
+
+INSPECTION_CODE = f"""import numpy as np
+import tinytrain as tt
+
+{functions_source(["sin", "exp", "torch_mul"])}
+
+
+x = tt.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+c = tt.tensor(np.array([3.0, 4.0, 5.0]))
+s, e, m = Sin.apply(x), Exp.apply(x), TorchMul.apply(x, c)
+result = e.grad_fn._saved_result
+# PyTorch: True, True, 0, True, True
+print("sin_self_is_input:", s.grad_fn._saved_self is x)
+print("exp_result_grad_fn_is_node:", result.grad_fn is e.grad_fn)
+print("exp_result_version:", result._version)
+print("mul_other_is_c:", m.grad_fn._saved_other is c)
+print("mul_self_is_none:", m.grad_fn._saved_self is None)
+unpacks = []
+with tt.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: unpacks.append(t) or t):
+    h = Sin.apply(x)
+first = h.grad_fn._saved_self
+h.grad_fn._saved_self
+print("unpacks_for_two_accesses:", len(unpacks))  # PyTorch: 2
+print("through_hooks_is_input:", first is x)  # PyTorch: True"""
 
 
 @task("3.2")

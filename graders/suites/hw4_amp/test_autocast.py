@@ -244,10 +244,81 @@ def test_weight_cast_cache(submission):
     got = submission.call("autocast.cache", VALUE)
     conform(got, oracle.CACHE, what="autocast.cache")
     for key, expected in oracle.CACHE.items():
-        assert_equal(got.get(key), expected, what=CACHE_DOC[key],
-                     reproducer="w = tt.tensor([0.5, -1.25, 3.0], requires_grad=True)\n"
-                                "with tt.autocast(\"cuda\"):\n    a = w @ w  # casts w\n"
-                                "    b = w @ w  # gets the same cast of w")
+        assert_equal(got.get(key), expected, what=CACHE_DOC[key], reproducer=CACHE_CODE)
+
+
+CACHE_CODE = """import numpy as np
+import tinytrain as tt
+
+
+class Received(tt.autograd.Function):  # the grader's: a lower_precision op that keeps its input
+    autocast_policy = "lower_precision"
+    opmath = False
+    seen = []
+
+    @staticmethod
+    def forward(ctx, a):
+        Received.seen.append(a)
+        return a.data.copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def received(x):  # the tensor autocast handed to the op
+    Received.apply(x)
+    return Received.seen[-1]
+
+
+def twice_same(x, **region):
+    with tt.amp.autocast("cuda", **region):
+        return received(x) is received(x)
+
+
+def weight(k=1.0):
+    return tt.tensor(np.array([0.5, -1.25, 3.0]) * k, dtype=tt.float32, requires_grad=True)
+
+
+w = weight()
+# PyTorch: True, False, False, True (casts of float32 leaves that require grad are
+# cached, while cache_enabled; float64 is never cast: the tensor itself both times)
+print("parameter:", twice_same(w))
+print("requires_grad=False:", twice_same(tt.tensor([0.5, -1.25, 3.0])))
+print("cache_enabled=False:", twice_same(w, cache_enabled=False))
+print("float64:", twice_same(tt.tensor([0.5, -1.25, 3.0], dtype=tt.float64, requires_grad=True)))
+with tt.amp.autocast("cuda"):
+    first = received(w)
+    with tt.amp.autocast("cuda", enabled=False):
+        plain = received(w)
+        with tt.amp.autocast("cuda"):
+            under_disabled = received(w)
+    with tt.amp.autocast("cuda"):
+        inner = received(w)
+    after_inner = received(w)
+with tt.amp.autocast("cuda"):
+    next_region = received(w)
+# PyTorch: True each time
+print("disabled region gets the parameter:", plain is w)
+print("enabled under disabled, nested, after the nested exit hit the cache:",
+      under_disabled is first, inner is first, after_inner is first)
+print("the next region casts anew:", next_region is not first)
+print("cast recorded, leading to w:", [c.grad_fn is not None and
+      getattr(c.grad_fn.next_functions[0][0], "variable", None) is w for c in (first, next_region)])
+w2 = weight()
+with tt.amp.autocast("cuda"):
+    with tt.no_grad():
+        quiet = received(w2)
+    loud = received(w2)
+# PyTorch: True True
+print("cast under no_grad, then in grad mode: same cast, recorded:", quiet is loud,
+      loud.grad_fn is not None)
+wb, wc = weight(2.0), weight(3.0)
+with tt.amp.autocast("cuda"):
+    received(weight())
+    cb, cc = received(wb), received(wc)
+    # PyTorch: True True, and each cast holds its own weight's values
+    print("weights of one shape:", received(wb) is cb, cc is not cb, cb, cc)"""
 
 
 @task("4.2")

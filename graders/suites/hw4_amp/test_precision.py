@@ -23,12 +23,20 @@ from graders.checks import assert_close, assert_equal
 from graders.checks.precision import assert_low_precision_close
 from graders.checks.structure import Kind, ListOf, conform
 from graders.optable import OPS
-from graders.optable.spec import OpInfo, describe, reproducer, tensor_names, to_wire
+from graders.optable.spec import (
+    OpInfo,
+    describe,
+    reproducer,
+    tensor_names,
+    to_wire,
+    values_source,
+)
 from graders.oracle import ops as ops_oracle
 from graders.oracle import precision as oracle
 from graders.strategies.ops import Draw, Sample, T
 from graders.strategies.precision import FLOATS, LOW, edge_values, gradient_values
-from graders.suites._support import examples, literal, task
+from graders.strategies.programs import classes_source
+from graders.suites._support import examples, task
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", *FLOATS]
 TORCH = {**oracle.TORCH_DTYPES, "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8,
@@ -105,9 +113,15 @@ def test_cast(submission, values, source, call, target, data):
     x.requires_grad_(True)
     y = x.to(TORCH[target])
     method = {"to": f".to(tt.{target})", "to_kw": f".to(dtype=tt.{target})"}.get(call, f".{call}()")
+    # x's values are those of the source dtype already: converting them rounds nothing
     repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array("
-             f"{literal(np.asarray(values, dtype=np.float64))}), dtype=tt.{source}, "
-             f"requires_grad=True)\ny = x{method}\nprint(y)")
+             f"{values_source(x_value.astype(np.float64))}), dtype=tt.{source}, "
+             f"requires_grad=True)\ny = x{method}\nprint(y, y is x)")
+    backward_repro = (
+        f"{repro}\ng = np.array({values_source(np.asarray(g_value, dtype=np.float64))}, "
+        f"dtype=tt.{target}.np)\n# the cast's own backward, called as the grader calls it "
+        "(the engine would convert what it returns)\n"
+        "print(type(y.grad_fn)._function.backward(y.grad_fn, g))")
     case = f"x: {source}{list(x_value.shape)}, y = x{method}"
     assert_equal(got["same_object"], source == target,
                  what=f"x{method} returns x itself exactly when x is already {target}",
@@ -123,24 +137,30 @@ def test_cast(submission, values, source, call, target, data):
     assert got["grad"] is not None, f"x{method}: no cast Function ran (one was expected)"
     assert_equal(got["grad"]["dtype"], source,
                  what=f"dtype of the gradient the backward of x{method} returns (x's dtype)",
-                 case=grad_case, reproducer=repro)
+                 case=grad_case, reproducer=backward_repro)
     assert_close(got["grad"]["value"], expected_grad, rtol=0, atol=0,
                  what=f"gradient the backward of x{method} returns", case=grad_case,
-                 reproducer=repro + "\ny.backward(g)  # g: the incoming gradient\nprint(x.grad)")
+                 reproducer=backward_repro)
 
 
-def _opmath_case(draw: Any, name: str) -> list[np.ndarray]:
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="seed"))
+def _opmath_case(draw: Any, name: str) -> tuple[list[np.ndarray], list[str]]:
+    """The inputs, and the NumPy code that draws them again (a seeded generator)."""
+    seed = draw(st.integers(0, 2**32 - 1), label="seed")
     if name == "matmul":  # all positive: every product adds up, so rounding errors do too
         n, k, m = (draw(st.integers(1, 6), label="n"), draw(st.integers(64, 512), label="k"),
                    draw(st.integers(1, 6), label="m"))
-        return [rng.uniform(0, 1, (n, k)), rng.uniform(0, 1, (k, m))]
-    if name == "sum_last":
-        return [rng.uniform(0, 1, (draw(st.integers(1, 3)), draw(st.integers(200, 2000))))]
-    if name == "exp":
-        return [rng.uniform(-4, 4, (draw(st.integers(1, 50)),))]
-    shape = (draw(st.integers(1, 50)),)
-    return [rng.uniform(-4, 4, shape), rng.uniform(-4, 4, shape)]
+        ranges = [(0, 1, (n, k)), (0, 1, (k, m))]
+    elif name == "sum_last":
+        ranges = [(0, 1, (draw(st.integers(1, 3)), draw(st.integers(200, 2000))))]
+    elif name == "exp":
+        ranges = [(-4, 4, (draw(st.integers(1, 50)),))]
+    else:
+        shape = (draw(st.integers(1, 50)),)
+        ranges = [(-4, 4, shape), (-4, 4, shape)]
+    rng = np.random.default_rng(seed)
+    return ([rng.uniform(lo, hi, shape) for lo, hi, shape in ranges],
+            [f"rng = np.random.default_rng({seed})",
+             *[f"rng.uniform({lo}, {hi}, {shape})" for lo, hi, shape in ranges]])
 
 
 TORCH_OPMATH = {"matmul": torch.matmul, "sum_last": lambda a: a.sum(-1), "exp": torch.exp,
@@ -148,6 +168,28 @@ TORCH_OPMATH = {"matmul": torch.matmul, "sum_last": lambda a: a.sum(-1), "exp": 
 OPMATH_SOURCE = {"matmul": "a @ b (a (n, k), b (k, m), k from 64 to 512)",
                  "sum_last": "a.sum(-1) over 200 to 2000 elements", "exp": "a.exp()",
                  "mul": "a * b"}
+
+
+OPMATH_CLASSES = {"matmul": "Matmul", "sum_last": "SumLast", "exp": "Exp", "mul": "Mul"}
+
+
+def _opmath_reproducer(name: str, dtype: str, draws: list[str], grad_seed: int) -> str:
+    """The probe's Function applied to the same low-precision leaves, then backward."""
+    cls = OPMATH_CLASSES[name]
+    leaves = [f"t{i}" for i in range(len(draws) - 1)]
+    return "\n".join([
+        "import numpy as np", "import tinytrain as tt", "",
+        classes_source([cls], module="precision"), "", "",
+        f"# Function.apply must run {cls}'s plain NumPy forward on float32 copies and round",
+        f"# its outputs (and, in backward, its gradients) to {dtype} once",
+        draws[0],
+        *[f"{t} = tt.tensor({draw}, dtype=tt.{dtype}, requires_grad=True)"
+          for t, draw in zip(leaves, draws[1:], strict=True)],
+        f"out = {cls}.apply({', '.join(leaves)})",
+        f"g = np.random.default_rng({grad_seed}).uniform(-1, 1, out.shape)",
+        f"out.backward(tt.tensor(g, dtype=tt.{dtype}))",
+        "print(out)",
+        *[f'print("{t}.grad:", {t}.grad)' for t in leaves]])
 
 
 @task("4.1")
@@ -160,19 +202,19 @@ def test_opmath(submission, name, data, dtype):
     the gradients are PyTorch's, which computes in float32 and rounds once. A matmul or a
     long sum that accumulated in low precision would be far off; so would an output left
     in float32."""
-    values = [np.asarray(v).astype(oracle.NUMPY_DTYPES[dtype]) for v in _opmath_case(data.draw, name)]
+    drawn, draws = _opmath_case(data.draw, name)
+    values = [np.asarray(v).astype(oracle.NUMPY_DTYPES[dtype]) for v in drawn]
     leaves = [oracle.torch_of(v).requires_grad_(True) for v in values]
     out = TORCH_OPMATH[name](*leaves)
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="grad seed"))
+    grad_seed = data.draw(st.integers(0, 2**32 - 1), label="grad seed")
+    rng = np.random.default_rng(grad_seed)
     g = rng.uniform(-1, 1, tuple(out.shape)).astype(oracle.NUMPY_DTYPES[dtype])
     out.backward(oracle.torch_of(g))
     got = submission.call("precision.opmath", name, values, dtype, g)
     conform(got, {"output": OBSERVED, "grads": [Kind(None, dict)] * len(values)},
             what="precision.opmath")
     case = f"{OPMATH_SOURCE[name]}, {dtype} inputs of shapes {[list(v.shape) for v in values]}"
-    repro = (f"# a Function whose forward is plain NumPy ({OPMATH_SOURCE[name]}), applied to "
-             f"{dtype} tensors:\n# Function.apply must run it on float32 copies and round "
-             f"its outputs (and, in backward, its gradients) to {dtype} once")
+    repro = _opmath_reproducer(name, dtype, draws, grad_seed)
     assert_close(got["output"]["value"], oracle.numpy_of(out), what=f"{name}: output",
                  case=case, reproducer=repro)
     for i, (leaf, grad) in enumerate(zip(leaves, got["grads"], strict=True)):
@@ -191,7 +233,8 @@ def test_matmul_accumulates_in_float32(submission, call, data, dtype):
     positive values): PyTorch's result is the float32 product (accumulated in float32, as
     tensor cores do) rounded once, so it must match at assert_close's tolerance; one that
     accumulated in low precision drifts by several units of rounding."""
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    rng = np.random.default_rng(seed)
     n, k, m = data.draw(st.integers(1, 5)), data.draw(st.integers(64, 512)), data.draw(st.integers(1, 5))
     low = oracle.NUMPY_DTYPES[dtype]
     a = rng.uniform(0, 1, (n, k)).astype(low)
@@ -204,7 +247,10 @@ def test_matmul_accumulates_in_float32(submission, call, data, dtype):
     conform(got, {"outputs": [Kind(np.ndarray)], "grads": [Kind(None, np.ndarray)] * 2},
             what="precision.low_precision_op")
     case = describe(sample)
-    repro = reproducer(call, sample)
+    # the inputs from the same seeded generator (hundreds of values each)
+    repro = reproducer(call, sample, grads, setup=(f"rng = np.random.default_rng({seed})",),
+                       values={"x": f"rng.uniform(0, 1, {a.shape})",
+                               "y": f"rng.uniform(0, 1, {b.shape})"})
     assert_close(got["outputs"][0], expected["outputs"][0], what=f"{call}: output", case=case,
                  reproducer=repro)
     for name, g, e in zip(("a", "b"), got["grads"], expected["grads"], strict=True):
@@ -250,7 +296,7 @@ def test_scalar_operand(submission, op, dtype, kind, scalar_first, data):
     symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}[op]
     s_src = repr(scalar) if kind == "number" else f"tt.tensor({scalar!r}, dtype=tt.{kind})"
     expr = f"{s_src} {symbol} x" if scalar_first else f"x {symbol} {s_src}"
-    repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array({literal(x)}), "
+    repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array({values_source(x)}), "
              f"dtype=tt.{dtype}, requires_grad=True)\ny = {expr}\nprint(y)")
     case = f"y = {expr}, x: {dtype}{list(shape)}"
     assert_low_precision_close(got["output"]["value"], oracle.numpy_of(out),
@@ -297,8 +343,8 @@ def test_overflow_and_underflow(submission, dtype, data):
     y = leaf.to(TORCH[dtype])
     loss = (y * oracle.torch_of(c)).sum() * k
     loss.backward()
-    repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array({literal(x)}), "
-             f"requires_grad=True)\nc = tt.tensor(np.array({literal(c.astype(np.float64))}), "
+    repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array({values_source(x)}), "
+             f"requires_grad=True)\nc = tt.tensor(np.array({values_source(c.astype(np.float64))}), "
              f"dtype=tt.{dtype})\nloss = (x.to(tt.{dtype}) * c).sum() * {k!r}\nloss.backward()\n"
              "print(loss, x.grad)")
     case = f"x: float32[{n}], c: {dtype}[{n}], k = {k:g}"

@@ -26,6 +26,7 @@ def test_wrapper(submission, info):
     def drawn(data):
         values = Values(data)
         args, kwargs, expected, description = info.call(values)
-        check_wrapper(submission, info, args, kwargs, expected, description, values.lines)
+        check_wrapper(submission, info, args, kwargs, expected, description, values.lines,
+                      values.name_of)
 
     drawn()
