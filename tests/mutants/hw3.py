@@ -192,6 +192,15 @@ MUTANTS = [
         replace="        saved = self._saved[0]",
         why="grad_fn._saved_<name> returns the first saved tensor whatever the name",
     ),
+    Mutant(
+        id="unpack-hook-error-names-the-class",
+        task="3.2",
+        file="autograd/saved.py",
+        find='                f"type {type(tensor).__name__}"',
+        replace='                f"type {type(tensor)}"',
+        why="the unpack_hook TypeError names the returned value's class as <class 'int'>, "
+            "not PyTorch's 'of type int'",
+    ),
     # ----- 3.3 offload ------------------------------------------------------------------------
     Mutant(
         id="cpu-offload-loses-shape",

@@ -104,11 +104,12 @@ def test_hooks_run_with_grad_mode_off(submission, program):
 
 @task("3.2")
 def test_unpack_hook_must_return_a_tensor(submission):
-    """An unpack hook that returns something else makes backward raise PyTorch's TypeError."""
+    """An unpack hook that returns something else makes backward raise PyTorch's TypeError,
+    which names the type the hook returned."""
     got = submission.call("saved_hooks.bad_unpack")
     conform(got, {"backward": RAISED}, what="saved_hooks.bad_unpack")
     assert_raises_like(got["backward"], "TypeError", what="backward when unpack_hook returns 7",
-                       contains=("unpack_hook expected to be a Tensor",))
+                       contains=("unpack_hook expected to be a Tensor", "result of type int"))
 
 
 @task("3.2")
