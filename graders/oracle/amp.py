@@ -225,6 +225,29 @@ def errors() -> dict[str, Any]:
     return out
 
 
+def scaler_edges() -> dict[str, Any]:
+    """What ``graders.probes.amp.scaler_edges`` observes, in torch."""
+    loss = torch.tensor(np.float32(1.0))
+    p = torch.nn.Parameter(torch.ones(2))
+    opt = Plain([p], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=4.0)
+    scaler.scale(loss)
+    out: dict[str, Any] = {"step_without_gradients": _raised(lambda: scaler.step(opt)),
+                           "steps_taken": opt.calls}
+    scaler = torch.amp.GradScaler("cpu", init_scale=4.0)
+    p.grad = torch.full((2,), 4.0)
+    scaler.scale(loss)
+    scaler.unscale_(opt)
+    out["found_inf"] = [[str(f.dtype).removeprefix("torch."), list(f.shape), float(f)]
+                        for f in scaler._found_inf_per_device(opt).values()]
+    scaler.step(opt)
+    out["two_elements"] = _raised(lambda: scaler.update(torch.tensor([2.0, 3.0])))
+    out["requires_grad"] = _raised(lambda: scaler.update(torch.tensor(2.0, requires_grad=True)))
+    out["zero_dim"] = _raised(lambda: scaler.update(torch.tensor(16.0)))
+    out["scale"] = scaler.get_scale()
+    return out
+
+
 def disabled() -> dict[str, Any]:
     """What ``graders.probes.amp.disabled`` observes, in torch."""
     scaler = torch.amp.GradScaler("cpu", enabled=False)

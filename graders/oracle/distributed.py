@@ -282,6 +282,23 @@ def sequence_parallel_block(x: np.ndarray, ln: dict[str, np.ndarray], a: np.ndar
             "A_grad": ta.grad.numpy(), "B_grad": tb.grad.numpy()}
 
 
+def sequence_parallel_layers(x: np.ndarray, ln: dict[str, np.ndarray],
+                             weights: dict[str, np.ndarray], grad_output: np.ndarray,
+                             ) -> dict[str, Any]:
+    """out = x + fc2(tanh(fc1(LayerNorm(x)))) in one process, and its gradients
+    (``weights``: fc1_weight, fc1_bias, fc2_weight, fc2_bias)."""
+    inputs = torch.from_numpy(x.copy()).requires_grad_(True)
+    norm = nn.LayerNorm(x.shape[-1], dtype=torch.float64)
+    load(norm, ln)
+    params = {k: torch.from_numpy(v.copy()).requires_grad_(True) for k, v in weights.items()}
+    hidden = torch.tanh(F.linear(norm(inputs), params["fc1_weight"], params["fc1_bias"]))
+    out = inputs + F.linear(hidden, params["fc2_weight"], params["fc2_bias"])
+    out.backward(torch.from_numpy(grad_output.copy()))
+    return {"output": out.detach().numpy(), "input_grad": inputs.grad.numpy(),
+            "ln_weight_grad": norm.weight.grad.numpy(), "ln_bias_grad": norm.bias.grad.numpy(),
+            **{f"{k}_grad": v.grad.numpy() for k, v in params.items()}}
+
+
 def pipeline_train(widths: list[int], weights: dict[str, np.ndarray],
                    steps: list[tuple[np.ndarray, np.ndarray]], n_microbatches: int, lr: float,
                    ) -> dict[str, Any]:

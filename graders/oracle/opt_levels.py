@@ -74,18 +74,21 @@ def _forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
 
 
 def train_run(level: str, weights: dict[str, Any], batches: list[Any],
-              lr: float) -> list[dict[str, Any]]:
-    """What ``probes.opt_levels.train_run`` must observe. At O1 the parameters stay
-    float32 and each linear casts its inputs to float16 (autocast's policy for linear);
-    the casts' backward brings the gradients back to float32."""
+              lr: float, loss_scale: float | None = None) -> list[dict[str, Any]]:
+    """What ``probes.opt_levels.train_run`` must observe (``loss_scale``: a static scale
+    instead of the level's). At O1 the parameters stay float32 and each linear casts its
+    inputs to float16 (autocast's policy for linear); the casts' backward brings the
+    gradients back to float32."""
     cast_type, master, dynamic = LEVELS[level]
+    if loss_scale is not None:
+        dynamic = False
     params = [torch.tensor(np.asarray(weights[n])) for n in ("w1", "b1", "w2", "b2")]
     if cast_type is not None:
         params = [p.to(cast_type) for p in params]
     params = [p.requires_grad_() for p in params]
     held = [p.detach().float().requires_grad_() for p in params] if master else params
     compute = torch.float16 if level == "O1" else params[0].dtype
-    scaler = ApexScaler("dynamic" if dynamic else 1.0)
+    scaler = ApexScaler("dynamic" if dynamic else (loss_scale or 1.0))
     records = []
     for x, y in batches:
         scale = scaler.scale
@@ -143,12 +146,14 @@ def layer_policy_run(spec: dict[str, Any], rules: dict[str, str],
     """What each recording block of ``probes.opt_levels.layer_policy_run`` must see: a
     module whose level differs from its parent's casts its inputs (O0: float32, O3:
     float16; O1 none) and its outputs to float32 (O0, O3), and runs with autocast on
-    (O1) or off (O0, O3); other modules run as their caller does."""
+    (O1) or off (O0, O3); other modules run as their caller does (and hand back what
+    they computed, uncast). ``returned``: the dtype each call hands its parent."""
     levels = resolved_levels(spec, rules)
     model = _modules.build(LIB, spec)
     children = {name: [f"{name}.{c}" if name else c for c, _ in m.named_children()]
                 for name, m in model.named_modules()}
     seen: dict[str, Any] = {}
+    returned: dict[str, list[str]] = {}
 
     def call(name: str, dtype: str, autocast_on: bool) -> str:
         level = levels[name]
@@ -165,6 +170,7 @@ def layer_policy_run(spec: dict[str, Any], rules: dict[str, str],
         seen.setdefault(name, []).append([autocast_on, dtype, own if has_w else None])
         for child in children[name]:
             dtype = call(child, dtype, autocast_on)
+            returned.setdefault(child, []).append(dtype)
         return "float32" if wrapped and level != "O1" else dtype
 
     out = call("", "float32", outer_autocast)
@@ -172,4 +178,4 @@ def layer_policy_run(spec: dict[str, Any], rules: dict[str, str],
     for name, module in model.named_modules():
         for p, _ in module.named_parameters(recurse=False):
             params[f"{name}.{p}"] = "float16" if levels[name] == "O3" else "float32"
-    return {"seen": seen, "param_dtypes": params, "output_dtype": out}
+    return {"seen": seen, "returned": returned, "param_dtypes": params, "output_dtype": out}

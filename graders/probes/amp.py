@@ -234,6 +234,34 @@ def errors(tt: Any) -> dict[str, Any]:
 
 
 @probe
+def scaler_edges(tt: Any) -> dict[str, Any]:
+    """step() with no gradient recorded, the found_inf flags unscale_ records, and
+    update(new_scale) with tensors (a 0-d one; two elements; one that requires grad)."""
+    plain = plain_class(tt)
+    loss = tt.tensor(np.float32(1.0))
+    p = _param(tt, np.ones(2, np.float32))
+    opt = plain([p], lr=0.1)
+    scaler = tt.amp.GradScaler("cpu", init_scale=4.0)
+    scaler.scale(loss)
+    out: dict[str, Any] = {"step_without_gradients": raised(lambda: scaler.step(opt)),
+                           "steps_taken": opt.calls}
+    scaler = tt.amp.GradScaler("cpu", init_scale=4.0)
+    p.grad = tt.tensor(np.full(2, 4.0, np.float32))
+    scaler.scale(loss)
+    scaler.unscale_(opt)
+    out["found_inf"] = [[str(f.data.dtype), list(f.data.shape), float(f.data)]
+                        for f in scaler._found_inf_per_device(opt).values()]
+    scaler.step(opt)
+    out["two_elements"] = raised(
+        lambda: scaler.update(tt.tensor(np.array([2.0, 3.0], np.float32))))
+    out["requires_grad"] = raised(
+        lambda: scaler.update(tt.tensor(np.float32(2.0), requires_grad=True)))
+    out["zero_dim"] = raised(lambda: scaler.update(tt.tensor(np.float32(16.0))))
+    out["scale"] = scaler.get_scale()
+    return out
+
+
+@probe
 def disabled(tt: Any) -> dict[str, Any]:
     """``GradScaler(enabled=False)`` through a whole iteration whose gradients hold inf."""
     scaler = tt.amp.GradScaler("cpu", enabled=False)

@@ -157,3 +157,91 @@ def sequence_parallel_block(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
     results, trace = run_world(tt, world, rank_main)
     return {"ranks": results, "trace": trace}
+
+
+def _sequence_parallel_layers(tt: Any) -> tuple[Any, Any]:
+    """Subclasses of the submission's column- and row-parallel Linear that keep its
+    ``forward`` (whose sequence-parallel branches are task 7.4's) and replace task 7.3's
+    parts by the probes' own copies: cutting the weights (``__init__``) and the local
+    product (``_local_output``, ``_partial_product``). Built from the full layer's arrays
+    and this rank's place in its tensor-parallel group."""
+    tp = tt.distributed.tensor_parallel
+    linear = tt.nn.functional.linear
+
+    def cut(values: np.ndarray, axis: int, rank: int, world: int) -> Any:
+        return tt.nn.Parameter(tt.tensor(np.array(np.split(values, world, axis=axis)[rank])))
+
+    class Column(tp.ColumnParallelLinear):
+        def __init__(self, weight: np.ndarray, bias: np.ndarray, group: Any, rank: int,
+                     world: int) -> None:
+            tt.nn.Module.__init__(self)
+            self.group, self.gather_output, self.sequence_parallel = group, False, True
+            self.in_features = weight.shape[1]
+            self.out_features_per_partition = weight.shape[0] // world
+            self.weight = cut(weight, 0, rank, world)
+            self.bias = cut(bias, 0, rank, world)
+
+        def _local_output(self, x: Any) -> Any:
+            return linear(x, self.weight, self.bias)
+
+    class Row(tp.RowParallelLinear):
+        def __init__(self, weight: np.ndarray, bias: np.ndarray, group: Any, rank: int,
+                     world: int) -> None:
+            tt.nn.Module.__init__(self)
+            self.group, self.input_is_parallel, self.sequence_parallel = group, True, True
+            self.out_features = weight.shape[0]
+            self.in_features_per_partition = weight.shape[1] // world
+            self.weight = cut(weight, 1, rank, world)
+            self.bias = tt.nn.Parameter(tt.tensor(np.array(bias)))
+
+        def _partial_product(self, x: Any) -> Any:
+            return linear(x, self.weight)
+
+    return Column, Row
+
+
+@probe
+def sequence_parallel_layers(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """Megatron's sequence-parallel MLP block with the submission's ColumnParallelLinear and
+    RowParallelLinear (``sequence_parallel=True``; task 7.3's parts are the probes' own, see
+    ``_sequence_parallel_layers``), on ``spec["world"]`` ranks cut into the tensor-parallel
+    groups ``spec["groups"]`` (lists of ranks, made with new_group on every rank). Group g
+    gets the whole x = spec["x"][g]; each of its ranks
+
+        x_r = scatter_to_sequence_parallel_region(x, group)       (its part of the sequence)
+        out_r = x_r + row(tanh(column(LayerNorm(x_r))))
+
+    then out_r.backward(its part of spec["grad_output"][g]) and
+    allreduce_sequence_parallel_grads([ln.weight, ln.bias, row.bias], group). Marks
+    "forward", "backward", "sync", "done"."""
+    dist = tt.distributed
+    sp = dist.sequence_parallel
+    column_cls, row_cls = _sequence_parallel_layers(tt)
+    groups = [list(g) for g in spec["groups"]]
+
+    def rank_main(rank: int) -> dict[str, Any]:
+        made = [dist.new_group(g) for g in groups]
+        index = next(i for i, g in enumerate(groups) if rank in g)
+        group, members = made[index], groups[index]
+        place, size = members.index(rank), len(members)
+        x_full = spec["x"][index]
+        ln = _build(tt, lambda: tt.nn.LayerNorm(x_full.shape[-1]))
+        _load(ln, spec["ln"])
+        column = column_cls(spec["fc1_weight"], spec["fc1_bias"], group, place, size)
+        row = row_cls(spec["fc2_weight"], spec["fc2_bias"], group, place, size)
+        x = tt.tensor(x_full).requires_grad_(True)
+        dist.record_event("forward")
+        part = sp.scatter_to_sequence_parallel_region(x, group)
+        out = part + row(tt.tanh(column(ln(part))))
+        dist.record_event("backward")
+        out.backward(tt.tensor(np.split(spec["grad_output"][index], size, axis=1)[place]))
+        dist.record_event("sync")
+        sp.allreduce_sequence_parallel_grads([ln.weight, ln.bias, row.bias], group)
+        dist.record_event("done")
+        return {"output": array(out), "input_grad": grad(x), "ln_weight_grad": grad(ln.weight),
+                "ln_bias_grad": grad(ln.bias), "fc1_weight_grad": grad(column.weight),
+                "fc1_bias_grad": grad(column.bias), "fc2_weight_grad": grad(row.weight),
+                "fc2_bias_grad": grad(row.bias)}
+
+    results, trace = run_world(tt, spec["world"], rank_main)
+    return {"ranks": results, "trace": trace}

@@ -142,15 +142,19 @@ def initialize_state(tt: Any, level: str, weights: dict[str, Any]) -> dict[str, 
 
 @probe
 def train_run(tt: Any, level: str, weights: dict[str, Any], batches: list[Any],
-              lr: float) -> list[dict[str, Any]]:
-    """Train a Net at ``level`` on ``batches`` ([x, y] pairs) with the APEX loop; after
-    every step record the loss, the loss scale, the parameters and what the optimizer
-    holds (the masters at O2), and the model's gradients after ``scale_loss`` (at O2 the
-    scaled float16 ones: unscaling writes into the masters' .grad only)."""
+              lr: float, loss_scale: float | None = None) -> list[dict[str, Any]]:
+    """Train a Net at ``level`` (with ``loss_scale`` given to initialize, when not None)
+    on ``batches`` ([x, y] pairs) with the APEX loop; after every step record the loss,
+    the loss scale, the parameters and what the optimizer holds (the masters at O2), and
+    the model's gradients after ``scale_loss`` (at O2 the scaled float16 ones: unscaling
+    writes into the masters' .grad only)."""
     Net, _, _, Mse = net_classes(tt)  # noqa: N806
     model = Net(weights)
     opt = plain_class(tt)(model.parameters(), lr=lr)
-    model, opt = tt.amp.initialize(model, opt, opt_level=level)
+    if loss_scale is None:
+        model, opt = tt.amp.initialize(model, opt, opt_level=level)
+    else:
+        model, opt = tt.amp.initialize(model, opt, opt_level=level, loss_scale=loss_scale)
     records = []
     for x, y in batches:
         loss = Mse.apply(model(tt.tensor(np.asarray(x))), tt.tensor(np.asarray(y)))
@@ -205,13 +209,14 @@ def layer_policy_run(tt: Any, spec: dict[str, Any], rules: dict[str, str],
     """Apply ``rules`` to a tree of recording blocks (each block records how it was called,
     then runs its children in order) and run it once on a float32 input,
     inside an autocast region or not: what each block saw, its parameters' dtypes, and
-    the output dtype."""
+    the output dtype, and the dtype each call of a block returned to its parent."""
     lib = _TtLib(tt)
     model = build(lib, spec)
     seen: dict[str, Any] = {}
+    returned: dict[str, list[str]] = {}
     modules = dict(model.named_modules())
     for name, module in modules.items():
-        _record_calls(tt, module, name, seen)
+        _record_calls(tt, module, name, seen, returned)
     tt.amp.apply_layer_policy(model, rules)
     x = tt.tensor(np.ones(2, np.float32))
     if outer_autocast:
@@ -221,22 +226,27 @@ def layer_policy_run(tt: Any, spec: dict[str, Any], rules: dict[str, str],
         out = model(x)
     return {
         "seen": seen,
+        "returned": returned,
         "param_dtypes": {f"{name}.{p}": _dtype(t) for name, m in modules.items()
                          for p, t in m._parameters.items() if t is not None},
         "output_dtype": _dtype(out),
     }
 
 
-def _record_calls(tt: Any, module: Any, name: str, seen: dict[str, Any]) -> None:
+def _record_calls(tt: Any, module: Any, name: str, seen: dict[str, Any],
+                  returned: dict[str, list[str]]) -> None:
     """Give ``module`` (a block of ``_modules.build``) a forward that records [autocast
-    on?, input dtype, parameter dtype] and passes its input through its children."""
+    on?, input dtype, parameter dtype] and passes its input through its children,
+    recording the dtype of what each child's call returns (under the child's name)."""
 
     def forward(x: Any) -> Any:
         w = module._parameters.get("w")
         seen.setdefault(name, []).append(
             [bool(tt.amp.is_autocast_enabled()), _dtype(x), None if w is None else _dtype(w)])
-        for child in module._modules.values():
+        for child_name, child in module._modules.items():
             x = child(x)
+            returned.setdefault(f"{name}.{child_name}" if name else child_name, []).append(
+                _dtype(x))
         return x
 
     module.forward = forward

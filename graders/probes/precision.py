@@ -174,13 +174,14 @@ def cast(tt: Any, value: np.ndarray, source: str, call: str, target: str,
 
 @probe
 def opmath(tt: Any, name: str, values: list[np.ndarray], dtype: str,
-           grad_output: np.ndarray | None) -> dict[str, Any]:
-    """One of the probes' own Functions (``functions``) applied to leaves of ``dtype``;
-    then, with ``grad_output``, backward through the engine: output and input gradients
-    (values and dtypes)."""
+           grad_output: np.ndarray | None, keywords: dict[str, Any] | None = None,
+           ) -> dict[str, Any]:
+    """One of the probes' own Functions (``functions``) applied to leaves of ``dtype``
+    (and ``keywords`` as keyword arguments); then, with ``grad_output``, backward through
+    the engine: output and input gradients (values and dtypes)."""
     fn = functions(tt)[name]
     leaves = [_tensor(tt, v, dtype, requires_grad=grad_output is not None) for v in values]
-    out = fn.apply(*leaves)
+    out = fn.apply(*leaves, **(keywords or {}))
     result = {"output": _observed(out)}
     if grad_output is not None:
         out.backward(tt.Tensor(np.asarray(grad_output).astype(out.data.dtype)))

@@ -96,7 +96,11 @@ def inspection(tt: Any) -> dict[str, Any]:
         "mul_other_is_c": m.grad_fn._saved_other is c,
         "mul_self_is_none": m.grad_fn._saved_self is None,
         "unknown": raised(lambda: m.grad_fn._saved_nothing),
+        "node_class": type(m.grad_fn).__name__,
     }
+    added = apply(fns, "add", [x, c])  # saves nothing
+    out["nothing_saved"] = raised(lambda: added.grad_fn._saved_self)
+    out["nothing_saved_class"] = type(added.grad_fn).__name__
     log: list[Any] = []
     pair = _Log(tt, "pair", log)
     with pair.hooks():

@@ -192,6 +192,35 @@ MUTANTS = [
         replace="        saved = self._saved[0]",
         why="grad_fn._saved_<name> returns the first saved tensor whatever the name",
     ),
+    Mutant(
+        id="unpack-hook-error-names-the-class",
+        task="3.2",
+        file="autograd/saved.py",
+        find='                f"type {type(tensor).__name__}"',
+        replace='                f"type {type(tensor)}"',
+        why="the unpack_hook TypeError names the returned value's class as <class 'int'>, "
+            "not PyTorch's 'of type int'",
+    ),
+    Mutant(
+        id="saved-names-missing-on-a-node-that-saved-nothing",
+        task="3.2",
+        file="autograd/function.py",
+        find='        names = self.__dict__.get("_names_saved", ())',
+        replace='        names = self.__dict__.get("_names_saved")',
+        why="grad_fn._saved_self on a node that saved nothing raises TypeError (None is not "
+            "iterable) instead of AttributeError",
+    ),
+    Mutant(
+        id="saved-attribute-error-without-the-class",
+        task="3.2",
+        file="autograd/function.py",
+        find="""        if name[len("_saved_"):] not in names:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")""",
+        replace="""        if name[len("_saved_"):] not in names:
+            raise AttributeError(name)""",
+        why="an unknown grad_fn._saved_<name> raises AttributeError('_saved_x'), not Python's "
+            "\"'MulBackward0' object has no attribute '_saved_x'\"",
+    ),
     # ----- 3.3 offload ------------------------------------------------------------------------
     Mutant(
         id="cpu-offload-loses-shape",

@@ -295,6 +295,63 @@ MUTANTS = [
         why="the weight-cast cache is keyed by the shape, not by the weight: a second weight "
             "of that shape gets the first one's cast",
     ),
+    # ----- survivors of the mutation sweep (scripts/mutation_test.py) -----------------------
+    Mutant(
+        id="opmath-drops-keyword-arguments",
+        task="4.1",
+        file="autograd/function.py",
+        find="    result = cls.forward(ctx, *wide, **kwargs)",
+        replace="    result = cls.forward(ctx, *wide)",
+        why="a low-precision call's forward, run on float32 stand-ins, loses the keyword "
+            "arguments given to Function.apply",
+    ),
+    Mutant(
+        id="scaler-steps-with-no-inf-checks",
+        task="4.3",
+        file="amp/grad_scaler.py",
+        find="""        if len(found_infs) == 0:
+            raise AssertionError("No inf checks were recorded for this optimizer.")
+""",
+        replace="",
+        why="step() for an optimizer with no gradients steps it instead of raising "
+            "PyTorch's AssertionError",
+    ),
+    Mutant(
+        id="scaler-found-inf-float64",
+        task="4.3",
+        file="amp/grad_scaler.py",
+        find="        found_inf = Tensor(np.zeros((), dtype=np.float32))",
+        replace="        found_inf = Tensor(np.zeros(()))",
+        why="the found_inf flag made with NumPy's default dtype, float64, not float32",
+    ),
+    Mutant(
+        id="scaler-new-scale-tensor-refused",
+        task="4.3",
+        file="amp/grad_scaler.py",
+        find="                if not isinstance(new_scale, Tensor) or new_scale.numel() != 1:",
+        replace="                if True:",
+        why="update(new_scale) takes a float only, refusing a 1-element tensor",
+    ),
+    Mutant(
+        id="apex-static-scale-not-unscaled",
+        task="4.4",
+        file="amp/opt_levels.py",
+        find="            elif scale != 1.0:\n"
+             "                param.grad.data[...] = unscaled.astype(grad.dtype)",
+        replace="            elif self.loss_scaler.dynamic:\n"
+                "                param.grad.data[...] = unscaled.astype(grad.dtype)",
+        why="without master weights, gradients are unscaled only under a dynamic scale: a "
+            "static loss_scale given to initialize stays in them",
+    ),
+    Mutant(
+        id="layer-policy-wraps-every-module",
+        task="4.5",
+        file="amp/layerwise.py",
+        find="        if parent is None or levels[parent] != level:",
+        replace="        if True:",
+        why="every module with a level is wrapped, also one at its parent's level: its "
+            "outputs come back cast to float32 inside a float16 parent",
+    ),
 ]
 
 ALTERNATIVES = [

@@ -134,6 +134,24 @@ MUTANTS = [
         replace="""    pass""",
         why="LayerNorm gradients left as each rank's part of the sequence",
     ),
+    Mutant(
+        id="sp-column-gathers-over-the-world",
+        task="7.4",
+        file="distributed/tensor_parallel/layers.py",
+        find="            x = gather_from_sequence_parallel_region(x, self.group)",
+        replace="            x = gather_from_sequence_parallel_region(x)",
+        why="a sequence-parallel column-parallel Linear that all-gathers the sequence over "
+            "the whole world instead of its tensor-parallel group (the same with one group)",
+    ),
+    Mutant(
+        id="sp-column-copies-instead-of-gathering",
+        task="7.4",
+        file="distributed/tensor_parallel/layers.py",
+        find="            x = gather_from_sequence_parallel_region(x, self.group)",
+        replace="            x = copy_to_tensor_model_parallel_region(x, self.group)",
+        why="a sequence-parallel column-parallel Linear that keeps the non-sequence-parallel "
+            "\"f\": it multiplies only this rank's part of the sequence",
+    ),
     # ----- 7.5 pipeline parallelism -----------------------------------------------------------
     Mutant(
         id="pp-1f1b-is-gpipe",
@@ -268,5 +286,14 @@ ALTERNATIVES = [
             t.data[...] = flat.data[offset:offset + t.numel()].reshape(t.shape)
             offset += t.numel()""",
         why="one broadcast of all parameters in a flat buffer (PyTorch coalesces them too)",
+    ),
+    Mutant(
+        id="sp-column-returns-from-its-branch",
+        task="7.4",
+        file="distributed/tensor_parallel/layers.py",
+        find="            x = gather_from_sequence_parallel_region(x, self.group)",
+        replace="            return self._local_output(gather_from_sequence_parallel_region(\n"
+                "                x, group=self.group))",
+        why="the sequence-parallel branch returns the layer's output itself",
     ),
 ]

@@ -104,11 +104,12 @@ def test_hooks_run_with_grad_mode_off(submission, program):
 
 @task("3.2")
 def test_unpack_hook_must_return_a_tensor(submission):
-    """An unpack hook that returns something else makes backward raise PyTorch's TypeError."""
+    """An unpack hook that returns something else makes backward raise PyTorch's TypeError,
+    which names the type the hook returned."""
     got = submission.call("saved_hooks.bad_unpack")
     conform(got, {"backward": RAISED}, what="saved_hooks.bad_unpack")
     assert_raises_like(got["backward"], "TypeError", what="backward when unpack_hook returns 7",
-                       contains=("unpack_hook expected to be a Tensor",))
+                       contains=("unpack_hook expected to be a Tensor", "result of type int"))
 
 
 @task("3.2")
@@ -129,9 +130,13 @@ def test_hooks_are_per_thread(submission):
 def test_saved_tensor_inspection(submission):
     """grad_fn._saved_self / _saved_other / _saved_result give what the node saved:
     sin saves its input (the same tensor), exp its output (with the node as grad_fn), mul
-    by a constant only ``other``; each access unpacks; after backward they are freed."""
+    by a constant only ``other``; each access unpacks; after backward they are freed. A
+    name the node did not save (also on a node that saved nothing) is Python's
+    AttributeError, naming the node's class."""
     got = submission.call("saved_hooks.inspection")
     conform(got, {"exp_result": np.zeros(3), "exp_output": np.zeros(3), "unknown": RAISED,
+                  "nothing_saved": RAISED, "node_class": Kind(str),
+                  "nothing_saved_class": Kind(str),
                   "after_backward": RAISED, "sin_self_is_input": Kind(bool),
                   "exp_result_grad_fn_is_node": Kind(bool), "exp_result_version": Kind(int),
                   "mul_other_is_c": Kind(bool), "mul_self_is_none": Kind(bool),
@@ -146,8 +151,14 @@ def test_saved_tensor_inspection(submission):
         assert_equal(got[key], value, what=key.replace("_", " "), reproducer=INSPECTION_CODE)
     assert_close(got["exp_output"], np.exp(np.array([0.5, -1.0, 2.0])), what="x.exp()")
     assert_close(got["exp_result"], got["exp_output"], what="exp's _saved_result vs its output")
+    # Python's (and PyTorch's) wording: "'MulBackward0' object has no attribute '_saved_x'"
     assert_raises_like(got["unknown"], "AttributeError", what="grad_fn._saved_nothing",
-                       contains=("has no attribute",))
+                       contains=(f"'{got['node_class']}' object has no attribute "
+                                 "'_saved_nothing'",))
+    assert_raises_like(got["nothing_saved"], "AttributeError",
+                       what="(x + c).grad_fn._saved_self (the add saved nothing)",
+                       contains=(f"'{got['nothing_saved_class']}' object has no attribute "
+                                 "'_saved_self'",))
     assert_raises_like(got["after_backward"], "RuntimeError",
                        what="grad_fn._saved_self after backward",
                        contains=("after they have already been freed",))

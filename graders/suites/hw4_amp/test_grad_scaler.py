@@ -276,6 +276,47 @@ def test_misuse_errors(submission):
     ], ERRORS_CASE)
 
 
+EDGES_CASE = ('scaler = tt.amp.GradScaler("cpu", init_scale=4.0); opt = Plain([p], lr=0.1) '
+               "for a float32 p of 2 elements")
+
+
+@task("4.3")
+def test_step_without_gradients_and_found_inf(submission):
+    """step() for an optimizer none of whose parameters has a gradient: PyTorch's
+    AssertionError, and no step; the found_inf flags unscale_ records (one per device):
+    0-d float32 tensors, 0 for finite gradients."""
+    got = submission.call("amp.scaler_edges")
+    expected = oracle.scaler_edges()
+    conform(got, loose(expected), what="amp.scaler_edges")
+    _expect_errors(got, expected, [("step_without_gradients",
+                                    "scaler.scale(loss); scaler.step(opt) with p.grad None")],
+                   EDGES_CASE)
+    assert_equal(got["steps_taken"], expected["steps_taken"],
+                 what="number of opt.step() calls after the refused step()", case=EDGES_CASE)
+    assert_equal(got["found_inf"], expected["found_inf"],
+                 what="[dtype, shape, value] of each tensor in scaler._found_inf_per_device(opt) "
+                      "after p.grad = [4., 4.]; scaler.unscale_(opt)", case=EDGES_CASE)
+
+
+@task("4.3")
+def test_update_with_a_new_scale_tensor(submission):
+    """update(new_scale=t) takes a 1-element tensor that does not require grad (0-d here:
+    PyTorch's CPU scale is 0-d) and refuses others with PyTorch's AssertionError."""
+    got = submission.call("amp.scaler_edges")
+    expected = oracle.scaler_edges()
+    conform(got, loose(expected), what="amp.scaler_edges")
+    for key, call in (("two_elements", "scaler.update(tt.tensor([2., 3.]))"),
+                      ("requires_grad", "scaler.update(tt.tensor(2., requires_grad=True))")):
+        # PyTorch names its tensor types where tinytrain has tinytrain.Tensor
+        assert_raises_like(got[key], expected[key]["type"], what=call, case=EDGES_CASE,
+                           contains=("new_scale should be a float or a 1-element",
+                                     "with requires_grad=False"))
+    assert_raises_like(got["zero_dim"], None, what="scaler.update(tt.tensor(16.))",
+                       case=EDGES_CASE)
+    assert_equal(got["scale"], expected["scale"],
+                 what="scaler.get_scale() after scaler.update(tt.tensor(16.))", case=EDGES_CASE)
+
+
 @task("4.3")
 def test_disabled(submission):
     """GradScaler(enabled=False): scale() returns its argument itself, unscale_ and

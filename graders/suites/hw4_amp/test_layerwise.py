@@ -63,13 +63,18 @@ def test_levels_resolve_by_name_class_and_parent(submission, policy):
 @given(policy=policies(), outer=st.booleans())
 @example(policy=(GPT_TREE, COURSE), outer=False)
 @example(policy=(GPT_TREE, COURSE), outer=True)
+# attention and MLP inherit the Block's O3: not wrapped, they hand back float16
+@example(policy=(GPT_TREE, {"Block": "O3", "Embedding": "O0"}), outer=False)
 def test_each_layer_runs_at_its_level(submission, policy, outer):
     """What every layer sees when the model runs: autocast on or off, its input's
-    dtype, its parameters' dtype; and the model's output dtype."""
+    dtype, its parameters' dtype; what each layer hands back to its parent (float32 from
+    a layer whose level differs from its parent's, else uncast); and the model's output
+    dtype."""
     spec, rules = policy
     got = submission.call("opt_levels.layer_policy_run", spec, rules, outer)
     expected = oracle.layer_policy_run(spec, rules, outer)
-    conform(got, {**loose(expected), "seen": Kind(dict)}, what="opt_levels.layer_policy_run")
+    conform(got, {**loose(expected), "seen": Kind(dict), "returned": Kind(dict)},
+            what="opt_levels.layer_policy_run")
     case = _case(spec, rules, outer)
     assert_equal(got["param_dtypes"], expected["param_dtypes"],
                  what="parameter dtypes after apply_layer_policy", case=case)
@@ -77,6 +82,10 @@ def test_each_layer_runs_at_its_level(submission, policy, outer):
         assert_equal(got["seen"].get(name), calls, case=case,
                      what=f"module {name or '(model)'}: [autocast on?, input dtype, "
                           "parameter dtype] seen in its forward")
+    for name, dtypes in expected["returned"].items():
+        assert_equal(got["returned"].get(name), dtypes, case=case,
+                     what=f"module {name}: the dtype of what each of its calls returned to "
+                          "its parent")
     assert_equal(got["output_dtype"], expected["output_dtype"], what="dtype of model(x)",
                  case=case)
 
@@ -100,7 +109,8 @@ def test_a_layer_back_at_an_outer_level_is_wrapped(submission, outer):
     rules = {"GPT": "O1", "Block": "O3", "CausalSelfAttention": "O1"}
     got = submission.call("opt_levels.layer_policy_run", GPT_TREE, rules, outer)
     expected = oracle.layer_policy_run(GPT_TREE, rules, outer)
-    conform(got, {**loose(expected), "seen": Kind(dict)}, what="opt_levels.layer_policy_run")
+    conform(got, {**loose(expected), "seen": Kind(dict), "returned": Kind(dict)},
+            what="opt_levels.layer_policy_run")
     case = _case(GPT_TREE, rules, outer)
     for name, calls in expected["seen"].items():
         assert_equal(got["seen"].get(name), calls, case=case,

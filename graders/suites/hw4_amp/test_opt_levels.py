@@ -9,6 +9,8 @@ at initialize / scale_loss / the optimizer wrapper, not at an operator.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -106,9 +108,29 @@ def test_training_run_tracks_the_oracle(submission, setup, level):
     got = submission.call("opt_levels.train_run", level, setup["weights"], setup["batches"],
                           setup["lr"])
     expected = oracle.train_run(level, setup["weights"], setup["batches"], setup["lr"])
+    _check_run(got, expected, level, _weights_case(setup) + f", opt_level={level!r}")
+
+
+@task("4.4")
+@pytest.mark.parametrize("loss_scale", [2.0, 1024.0])
+@pytest.mark.parametrize("level", ["O1", "O2", "O3"])
+def test_training_run_with_a_static_loss_scale(submission, level, loss_scale):
+    """initialize(..., loss_scale=s) replaces the level's scale by a static one: the loss
+    is scaled by s and every gradient unscaled (at O1 and O3 in place, at O2 into the
+    masters) before each step."""
+    setup = training_setup(seed=3, weight_scale=1.0, data_scale=1.0, lr=2.0**-3, steps=3)
+    got = submission.call("opt_levels.train_run", level, setup["weights"], setup["batches"],
+                          setup["lr"], loss_scale)
+    expected = oracle.train_run(level, setup["weights"], setup["batches"], setup["lr"],
+                                loss_scale)
+    _check_run(got, expected, level, _weights_case(setup) + f", opt_level={level!r}, "
+               f"loss_scale={loss_scale!r}")
+
+
+def _check_run(got: Any, expected: list[dict[str, Any]], level: str, case: str) -> None:
+    """A train_run's records, step by step, against the oracle's."""
     conform(got, loose(expected), what="opt_levels.train_run")
     rtol, atol = RUN_TOLERANCE[level]
-    case = _weights_case(setup) + f", opt_level={level!r}"
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         where = f"step {i + 1}"
         assert_equal(g["scale_used"], e["scale_used"], what=f"{where}: loss scale", case=case)

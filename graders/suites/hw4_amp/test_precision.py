@@ -224,6 +224,40 @@ def test_opmath(submission, name, data, dtype):
                      what=f"{name}: gradient of input {i}", case=case, reproducer=repro)
 
 
+class _TorchScale(torch.autograd.Function):
+    """``a * k``, the probes' Scale, in torch."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, k: float) -> torch.Tensor:
+        ctx.k = k
+        return a * k
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return g * ctx.k, None
+
+
+@task("4.1")
+@pytest.mark.parametrize("dtype", LOW)
+def test_opmath_passes_keyword_arguments(submission, dtype):
+    """Function.apply(x, k=3.0) on a float16/bfloat16 x: the keyword reaches forward on
+    the float32 path too, as torch's Function.apply passes it."""
+    rng = np.random.default_rng(41)
+    x = rng.uniform(-4, 4, 7).astype(oracle.NUMPY_DTYPES[dtype])
+    g = rng.uniform(-1, 1, 7).astype(oracle.NUMPY_DTYPES[dtype])
+    leaf = oracle.torch_of(x).requires_grad_(True)
+    out = _TorchScale.apply(leaf, k=3.0)
+    out.backward(oracle.torch_of(g))
+    got = submission.call("precision.opmath", "scale", [x], dtype, g, {"k": 3.0})
+    conform(got, {"output": OBSERVED, "grads": [Kind(None, dict)]}, what="precision.opmath")
+    case = f"Scale.apply(x, k=3.0) (forward: a.data * k) for a {dtype} x of 7 elements"
+    assert_equal(got["output"]["dtype"], dtype, what="the output's dtype", case=case)
+    assert_close(got["output"]["value"], oracle.numpy_of(out), what="the output", case=case)
+    assert got["grads"][0] is not None, f"x received no gradient\n  case: {case}"
+    conform(got["grads"][0], OBSERVED, what="precision.opmath['grads'][0]")
+    assert_close(got["grads"][0]["value"], oracle.numpy_of(leaf.grad), what="x.grad", case=case)
+
+
 @task("4.1")
 @pytest.mark.parametrize("call", ["tt.matmul", "tt.nn.functional.linear"])
 @settings(max_examples=examples(5))

@@ -11,6 +11,13 @@ reduce-scatter of the whole activations in forward and in backward, which move w
 all-reduce of them would (ring volumes from the collective table); then the LayerNorm
 gradients summed over the ranks (all-reduces of 2C elements in all). Dropout is left out:
 its random masks cannot be compared with torch's.
+
+The sequence-parallel branches of the tensor-parallel layers (``ColumnParallelLinear`` and
+``RowParallelLinear`` with ``sequence_parallel=True``) are graded in Megatron's MLP block,
+with the probes' own copy of task 7.3's parts of those layers (their weights cut and the
+local product), so 7.3's code does not run: on 2 ranks, and on 4 ranks in two
+tensor-parallel groups of 2 (ranks 0, 2 and 1, 3) that get different inputs, so that every
+collective must run over the layer's group, not the whole world.
 """
 
 from __future__ import annotations
@@ -100,3 +107,67 @@ def test_sequence_parallel_moves_an_all_reduces_bytes_in_two_halves(submission, 
                      ({"all_reduce"}, 2 * WIDTH),
                      what=f"rank {rank}: summing the LayerNorm gradients (kinds, elements)",
                      case=describe(spec))
+
+
+HIDDEN = 8  # fc1's output features, split over the tensor-parallel group
+LAYER_GROUPS = {"world2": (2, [[0, 1]]), "world4-two-groups": (4, [[0, 2], [1, 3]])}
+
+
+def prepare_layers(world: int, groups: list[list[int]]) -> dict[str, Any]:
+    rng = np.random.default_rng(20 + world)
+    steps = 2 * len(groups[0])
+    shape = (BATCH, steps, WIDTH)
+    return {"world": world, "groups": groups,
+            "x": [rng.uniform(-1, 1, shape) for _ in groups],
+            "grad_output": [rng.uniform(-1, 1, shape) for _ in groups],
+            "ln": {"weight": rng.uniform(0.5, 1.5, WIDTH), "bias": rng.uniform(-0.5, 0.5, WIDTH)},
+            "fc1_weight": rng.uniform(-0.5, 0.5, (HIDDEN, WIDTH)),
+            "fc1_bias": rng.uniform(-0.5, 0.5, HIDDEN),
+            "fc2_weight": rng.uniform(-0.5, 0.5, (WIDTH, HIDDEN)),
+            "fc2_bias": rng.uniform(-0.5, 0.5, WIDTH)}
+
+
+def describe_layers(spec: dict[str, Any]) -> str:
+    return (f"{spec['world']} ranks in the tensor-parallel groups {spec['groups']}, each group "
+            f"its own x of shape {list(spec['x'][0].shape)}: x_r = "
+            "scatter_to_sequence_parallel_region(x, group); out_r = x_r + RowParallelLinear("
+            "fc2, group, sequence_parallel=True)(tanh(ColumnParallelLinear(fc1, group, "
+            "sequence_parallel=True)(LayerNorm(x_r)))); then allreduce_sequence_parallel_grads("
+            "[ln.weight, ln.bias, row.bias], group)")
+
+
+LAYER_RESULTS = ("output", "input_grad", "ln_weight_grad", "ln_bias_grad", "fc1_weight_grad",
+                 "fc1_bias_grad", "fc2_weight_grad", "fc2_bias_grad")
+# how rank r of a group holds each result of its group's one-process run: its part along
+# this axis (None: the whole)
+LAYER_PARTS = {"output": 1, "input_grad": None, "ln_weight_grad": None, "ln_bias_grad": None,
+               "fc1_weight_grad": 0, "fc1_bias_grad": 0, "fc2_weight_grad": 1,
+               "fc2_bias_grad": None}
+
+
+@task("7.4")
+@pytest.mark.parametrize("name", list(LAYER_GROUPS))
+def test_sequence_parallel_layers_match_one_process(submission, name):
+    """The tensor-parallel Linear layers' sequence-parallel branches (all-gather into a
+    column-parallel layer, reduce-scatter out of a row-parallel one) over the layer's group:
+    each rank's part of its group's output and gradients."""
+    world, groups = LAYER_GROUPS[name]
+    spec = prepare_layers(world, groups)
+    got = submission.call("distributed_tp.sequence_parallel_layers", spec)
+    assert_conforms(got, {"ranks": [dict.fromkeys(LAYER_RESULTS)] * world,
+                          "trace": [None] * world},
+                    what="distributed_tp.sequence_parallel_layers")
+    table.check_trace(got["trace"])
+    weights = {k: spec[k] for k in ("fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias")}
+    for index, members in enumerate(groups):
+        expected = oracle.sequence_parallel_layers(spec["x"][index], spec["ln"], weights,
+                                                   spec["grad_output"][index])
+        for place, rank in enumerate(members):
+            result = got["ranks"][rank]
+            for key in LAYER_RESULTS:
+                axis = LAYER_PARTS[key]
+                want = expected[key] if axis is None else oracle.split(
+                    expected[key], len(members), place, axis)
+                part = "" if axis is None else f"its part ({place} of {len(members)}) of "
+                assert_close(result[key], want, what=f"rank {rank}: {part}{key}",
+                             case=describe_layers(spec))

@@ -82,6 +82,12 @@ class ColumnParallelLinear(Module):
             # BEGIN SOLUTION 7.3
             x = copy_to_tensor_model_parallel_region(x, self.group)
             # END SOLUTION
+        return self._local_output(x)
+
+    def _local_output(self, x: Tensor) -> Tensor:
+        """This rank's output features for the whole input ``x`` (every rank's, gathered,
+        with ``gather_output``). Apart from ``forward`` so that the grader of task 7.4 can
+        run forward's sequence-parallel branch with its own copy of this part."""
         # BEGIN SOLUTION 7.3
         y = F.linear(x, self.weight, self.bias)
         return gather_from_tensor_model_parallel_region(y, self.group) if self.gather_output else y
@@ -112,13 +118,7 @@ class RowParallelLinear(Module):
         # END SOLUTION
 
     def forward(self, x: Tensor) -> Tensor:
-        # BEGIN SOLUTION 7.3
-        # HINT: define `partial`, this rank's share of the product (its slice of x's
-        # HINT: features times its weight columns, no bias), which the blocks below sum.
-        if not self.input_is_parallel:
-            x = scatter_to_tensor_model_parallel_region(x, self.group)
-        partial = F.linear(x, self.weight)
-        # END SOLUTION
+        partial = self._partial_product(x)
         if self.sequence_parallel:
             # BEGIN SOLUTION 7.4
             # HINT: `y`: the ranks' `partial` summed, this rank's part of the sequence only
@@ -130,6 +130,17 @@ class RowParallelLinear(Module):
             y = reduce_from_tensor_model_parallel_region(partial, self.group)
             # END SOLUTION
         return y if self.bias is None else y + self.bias
+
+    def _partial_product(self, x: Tensor) -> Tensor:
+        """This rank's share of the product, which forward sums over the ranks: its slice
+        of x's features (taken here when ``input_is_parallel`` is False) times its weight
+        columns, no bias. Apart from ``forward`` so that the grader of task 7.4 can run
+        forward's sequence-parallel branch with its own copy of this part."""
+        # BEGIN SOLUTION 7.3
+        if not self.input_is_parallel:
+            x = scatter_to_tensor_model_parallel_region(x, self.group)
+        return F.linear(x, self.weight)
+        # END SOLUTION
 
 
 class VocabParallelEmbedding(Module):

@@ -72,6 +72,12 @@ class ColumnParallelLinear(Module):
             raise NotImplementedError("task 7.4: Sequence parallelism: all-gather and reduce-scatter along the sequence, LayerNorm regions")
         else:
             raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
+        return self._local_output(x)
+
+    def _local_output(self, x: Tensor) -> Tensor:
+        """This rank's output features for the whole input ``x`` (every rank's, gathered,
+        with ``gather_output``). Apart from ``forward`` so that the grader of task 7.4 can
+        run forward's sequence-parallel branch with its own copy of this part."""
         raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
 
 
@@ -93,9 +99,7 @@ class RowParallelLinear(Module):
         raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
 
     def forward(self, x: Tensor) -> Tensor:
-        # HINT: define `partial`, this rank's share of the product (its slice of x's
-        # HINT: features times its weight columns, no bias), which the blocks below sum.
-        raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
+        partial = self._partial_product(x)
         if self.sequence_parallel:
             # HINT: `y`: the ranks' `partial` summed, this rank's part of the sequence only
             raise NotImplementedError("task 7.4: Sequence parallelism: all-gather and reduce-scatter along the sequence, LayerNorm regions")
@@ -103,6 +107,13 @@ class RowParallelLinear(Module):
             # HINT: `y`: the ranks' `partial` summed, every rank getting the whole sum
             raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
         return y if self.bias is None else y + self.bias
+
+    def _partial_product(self, x: Tensor) -> Tensor:
+        """This rank's share of the product, which forward sums over the ranks: its slice
+        of x's features (taken here when ``input_is_parallel`` is False) times its weight
+        columns, no bias. Apart from ``forward`` so that the grader of task 7.4 can run
+        forward's sequence-parallel branch with its own copy of this part."""
+        raise NotImplementedError("task 7.3: Tensor parallelism: conjugate operators, column/row-parallel Linear, heads split, vocabulary-parallel embedding and cross entropy")
 
 
 class VocabParallelEmbedding(Module):
