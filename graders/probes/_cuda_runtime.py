@@ -391,6 +391,26 @@ class _CheckedInterpreter:
 _installed: list[bool] = []
 
 
+def _undefined_lanes(interpreter: Any) -> None:
+    """Masked-out lanes of a load without ``other`` read as the guard pattern (NaN for
+    floats), not the interpreter's zeros: Triton leaves them undefined ("If other is None,
+    the masked-out value is undefined"), so a kernel whose results depend on them is
+    wrong on a GPU, and must not pass here because the interpreter happens to give 0."""
+    builder = interpreter.InterpreterBuilder
+
+    def create_masked_load(self: Any, ptrs: Any, mask: Any, other: Any, cache_policy: Any,
+                           is_volatile: Any) -> Any:
+        if other is None:
+            dtype_tt = ptrs.get_element_ty()
+            dtype_np = np.dtype(interpreter._get_np_dtype(dtype_tt))
+            filled = np.full(np.shape(ptrs.data), _sentinel(dtype_np)[0], dtype_np)
+            other = interpreter.TensorHandle(filled, dtype_tt)
+        return original(self, ptrs, mask, other, cache_policy, is_volatile)
+
+    original = builder.create_masked_load
+    builder.create_masked_load = create_masked_load
+
+
 def _install() -> None:
     """Put the checker in front of the interpreter's memory accesses and count launches."""
     if _installed:
@@ -398,6 +418,7 @@ def _install() -> None:
     interpreter = importlib.import_module("triton.runtime.interpreter")
     if not isinstance(interpreter._interpreter, _CheckedInterpreter):
         interpreter._interpreter = _CheckedInterpreter(interpreter._interpreter)
+    _undefined_lanes(interpreter)
     cls = interpreter.InterpretedFunction
     run = cls.run
 

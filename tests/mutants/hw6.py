@@ -93,6 +93,17 @@ MUTANTS += [
         replace="    scale = grad_scale\n",
         why="rows whose target is ignore_index still get a gradient",
     ),
+    Mutant(
+        id="cuda-layernorm-masked-lanes-undefined",
+        task="6.4",
+        file="cuda/layernorm.py",
+        find="    x = tl.load(x_ptr + row * stride_xr + cols, mask=mask, other=0.0).to(tl.float32)\n"
+             "    mean = tl.sum(x, 0) / n_cols\n",
+        replace="    x = tl.load(x_ptr + row * stride_xr + cols, mask=mask).to(tl.float32)\n"
+                "    mean = tl.sum(x, 0) / n_cols\n",
+        why="the mean sums the block's masked-out lanes, which a load without other leaves "
+            "undefined (the interpreter happens to give 0; the grader fills them with NaN)",
+    ),
 ]
 
 MUTANTS += [
