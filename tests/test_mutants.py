@@ -54,6 +54,28 @@ def test_mutant_is_caught_by_its_task(mutant, tmp_path):
     others = {tid: s for tid, s in scores.items()
               if tid not in (mutant.task, *INTEGRATION) and s[0] < s[1]}
     assert not others, f"{mutant.id} also cost points in {others}: it must only hit {mutant.task}"
+    assert_messages_given(score)
+
+
+def assert_messages_given(score: dict) -> None:
+    """Every test that did not pass says why: an empty message tells a student nothing."""
+    silent = [f"{task['id']} {test['name']} ({test['status']})" for task in score["tasks"]
+              for test in task["tests"] if test["status"] != "passed" and not test["message"]]
+    assert not silent, f"failed without a message: {silent}"
+
+
+def test_a_failed_check_is_never_silent(tmp_path):
+    """A check written as a comparison keeps its message (pytest's assertion rewriting,
+    with the terminal plugin off, once replaced it with an empty AssertionError)."""
+    mutant = next(m for m in ALL_MUTANTS if m.id == "cast-without-gradient")
+    mutant.apply(tmp_path / "submission")
+    score = grade(tmp_path / "submission", tmp_path / "out", "--tasks", mutant.task,
+                  "--no-shrink")
+    failed = [t for task in score["tasks"] for t in task["tests"] if t["status"] == "failed"]
+    assert [t["name"] for t in failed] == ["test_cast"]
+    assert "records a cast Function in the graph" in failed[0]["message"]
+    assert "reproduce:" in failed[0]["message"]
+    assert_messages_given(score)
 
 
 @pytest.mark.parametrize("alternative", ALTERNATIVES, ids=[m.id for m in ALTERNATIVES])
@@ -82,3 +104,18 @@ def test_every_variant_applies(tmp_path):
     those that only TINYTRAIN_ALL_MUTANTS=1 grades."""
     for i, variant in enumerate(ALL_MUTANTS + ALL_ALTERNATIVES):
         variant.apply(tmp_path / str(i))
+
+
+def test_an_assert_without_message_names_its_check(tmp_path):
+    import runpy
+
+    from graders.runner.plugin import classify
+
+    check = tmp_path / "check.py"  # run as plain Python: pytest rewrites this file's asserts
+    check.write_text("def check():\n    assert 1 + 1 == 3\n")
+    try:
+        runpy.run_path(str(check))["check"]()
+    except AssertionError as exc:
+        status, message = classify(exc)
+    assert status == "failed"
+    assert message == "a check failed: assert 1 + 1 == 3 (check.py, line 2)"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+import traceback
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,8 +36,18 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
             return "error", message
         return exc.status, message
     if isinstance(exc, AssertionError):
-        return "failed", str(exc)
+        return "failed", str(exc) or _failed_check(exc)
     return "error", f"internal grader error: {type(exc).__name__}: {exc}"
+
+
+def _failed_check(exc: BaseException) -> str:
+    """The message of an ``assert`` that has none: the check's own line, never empty."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "a check failed (the grader gave no message)"
+    frame = frames[-1]
+    return (f"a check failed: {(frame.line or '').strip() or 'assert'} "
+            f"({Path(frame.filename).name}, line {frame.lineno})")
 
 
 def _falsifying_example(exc: BaseException) -> str:

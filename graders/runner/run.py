@@ -91,6 +91,9 @@ def run_suites(
                 "--rootdir", str(SUITES_DIR),
                 "-p", "no:cacheprovider",
                 "-p", "no:terminal",
+                # the checks' messages are their own: pytest's rewritten asserts would
+                # ask the (disabled) terminal for a comparison and lose the message
+                "--assert=plain",
                 "-p", "no:unraisableexception",  # 5 full garbage collections at the end
                 "-p", "_hypothesis_pytestplugin",
                 f"--hypothesis-seed={seed}",

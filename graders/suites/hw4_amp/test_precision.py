@@ -134,7 +134,9 @@ def test_cast(submission, values, source, call, target, data):
     y.backward(oracle.torch_of(g_value))
     expected_grad = oracle.numpy_of(x.grad)
     grad_case = f"{case}; its backward called with a {target} gradient"
-    assert got["grad"] is not None, f"x{method}: no cast Function ran (one was expected)"
+    assert_equal(got["grad"] is not None, True,
+                 what=f"x{method} records a cast Function in the graph (its grad_fn)",
+                 case=grad_case, reproducer=f"{repro}\nprint(y.grad_fn)")
     assert_equal(got["grad"]["dtype"], source,
                  what=f"dtype of the gradient the backward of x{method} returns (x's dtype)",
                  case=grad_case, reproducer=backward_repro)
