@@ -147,6 +147,15 @@ def test_reproducers_run_at_the_students_stage(mutant: Mutant, tmp_path: Path) -
         if problem:
             problems.append(f"{test}: {problem}\n--- the reproducer:\n{code}")
     assert not problems, f"{mutant.id} ({mutant.why}):\n\n" + "\n\n".join(problems)
+    if mutant.assignment in TORCH_RUNS_THEM:
+        # the student guide: these run with torch in tinytrain's place (PyTorch's answer)
+        for i, (code, test) in enumerate(printed_reproducers(score).items()):
+            rc, _, err = run_script(code.replace("import tinytrain as tt", "import torch as tt"),
+                                    tmp_path / "no-submission", tmp_path / f"torch{i}")
+            assert rc == 0, f"{test}: does not run with import torch as tt: {_last_line(err)}"
+
+
+TORCH_RUNS_THEM = {"4", "5"}  # (assignment 2's: most; 1, 3, 6, 7: tinytrain's own parts)
 
 
 def test_stage_keeps_exactly_the_tasks_done(tmp_path: Path) -> None:

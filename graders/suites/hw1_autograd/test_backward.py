@@ -340,13 +340,32 @@ def test_implicit_gradient_has_the_output_dtype(submission, x):
     seen = []
     s.register_hook(lambda g: seen.append(g.detach().clone()))
     s.backward()
-    case = f"x = tt.tensor({literal(x)}, dtype=tt.float32); s = x.sin().sum(); s.backward()"
+    case = (f"x = {literal(x)} (float32); s = Sum(Sin(x)), the grader's own Functions; "
+            "s.backward()")
+    repro = _root_gradient_reproducer(x, "Sum", "s = SeenSum.apply(Sin.apply(x))\ns.backward()")
     assert_equal(got["root_dtypes"], [str(seen[0].dtype).replace("torch.", "")],
                  what="dtype of the gradient backward starts from (a hook on s sees it)",
-                 case=case)
-    assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of s", case=case)
-    assert_equal(got["grad_dtype"], "float32", what="x.grad's dtype", case=case)
-    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case)
+                 case=case, reproducer=repro)
+    assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of s", case=case,
+                 reproducer=repro)
+    assert_equal(got["grad_dtype"], "float32", what="x.grad's dtype", case=case,
+                 reproducer=repro)
+    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case, reproducer=repro)
+
+
+def _root_gradient_reproducer(x, last: str, body: str) -> str:
+    """A stage-1 script: the grader's Functions, the last one printing the gradient its
+    backward receives (what a hook on the output sees, without task 1.4's hooks)."""
+    return (f"import numpy as np\nimport tinytrain as tt\n\n"
+            f"{functions_source(sorted({'sin', last.lower()}))}\n\n\n"
+            f"class Seen{last}({last}):  # {last}, printing the gradient backward starts from\n"
+            "    @staticmethod\n"
+            "    def backward(ctx, grad):\n"
+            "        print(\"gradient received:\", np.asarray(grad).dtype, np.asarray(grad))\n"
+            f"        return {last}.backward(ctx, grad)\n\n\n"
+            f"x = tt.tensor(np.array({literal(x)}, dtype=np.float32), requires_grad=True)\n"
+            f"{body}\n"
+            "print(\"x.grad:\", x.grad, x.grad.dtype)")
 
 
 @task("1.2")
@@ -378,10 +397,13 @@ def test_given_gradient_takes_the_output_dtype(submission, x):
     seen = []
     y.register_hook(lambda grad_: seen.append(grad_.detach().clone()))
     y.backward(torch.tensor(g))
-    case = (f"x = tt.tensor({literal(x)}, dtype=tt.float32); y = x.sin(); "
+    case = (f"x = {literal(x)} (float32); y = Sin(x), the grader's own Function; "
             f"y.backward(tt.tensor({literal(g)}, dtype=tt.float64))")
+    repro = _root_gradient_reproducer(
+        x, "Sin", f"y = SeenSin.apply(x)\ny.backward(tt.tensor({literal(g)}, dtype=tt.float64))")
     assert_equal(got["root_dtypes"], [str(seen[0].dtype).replace("torch.", "")],
                  what="dtype of the gradient backward starts from (a hook on y sees it)",
-                 case=case)
-    assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of y", case=case)
-    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case)
+                 case=case, reproducer=repro)
+    assert_close(got["root_grads"][0], seen[0].numpy(), what="the gradient of y", case=case,
+                 reproducer=repro)
+    assert_close(got["grad"], t.grad.numpy(), what="x.grad", case=case, reproducer=repro)
