@@ -41,6 +41,24 @@ MUTANTS = [
         replace="            pass",
         why="the initial parameters are not broadcast: ranks start from different weights",
     ),
+    Mutant(
+        id="ddp-broadcast-from-global-rank-0",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="        src = dist.get_process_group_ranks(self.process_group)[0]",
+        replace="        src = 0",
+        why="the parameters broadcast from global rank 0, not from the process group's first "
+            "rank (a group without rank 0, e.g. [1, 3] beside a tensor-parallel dimension)",
+    ),
+    Mutant(
+        id="ddp-bucket-closes-a-byte-early",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="            current, size = [], 0",
+        replace="            current, size = [], 1",
+        why="an off-by-one in the bucket rule: every bucket after the first closes at cap - 1 "
+            "bytes",
+    ),
     # ----- 7.2 ZeRO -------------------------------------------------------------------------
     Mutant(
         id="zero-updates-every-parameter",
