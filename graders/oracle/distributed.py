@@ -93,8 +93,8 @@ def zero_train(widths: list[int], weights: dict[str, np.ndarray],
                ) -> dict[str, Any]:
     """Data-parallel AdamW in one process (weights decay, biases do not): per step the
     gradient of the ranks' average loss; the parameters and AdamW's state (flattened)
-    after each step, and each rank's local losses."""
-    model = MLP(widths)
+    after each step, and each rank's local losses; in the weights' dtype."""
+    model = MLP(widths).to(torch.from_numpy(next(iter(weights.values()))).dtype)
     load(model, weights)
     named = dict(model.named_parameters())
     groups = [{"params": [p for n, p in named.items() if n.endswith("weight")],

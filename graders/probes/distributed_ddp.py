@@ -29,10 +29,10 @@ def bucket_assignment(tt: Any, sizes: list[int], cap: int) -> list[list[int]]:
 def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec``: world, widths, weights (one dict per rank), bucket_cap_mb, lr, and
     batches[step][micro][rank] = (x, y); optionally groups (lists of ranks, made with
-    new_group on every rank: each rank's DDP gets its own group as process_group). Each step runs its micro-batches (all but the last
-    inside ``no_sync()``), loss = mse_loss(ddp(x), y), then the probes' SGD. Per rank: the
-    parameters after wrapping, each loss, the gradients before each update, the
-    parameters after it, and the trace."""
+    new_group on every rank: each rank's DDP gets its own group as process_group). Each
+    step runs its micro-batches (all but the last inside ``no_sync()``), loss =
+    mse_loss(ddp(x), y), then the probes' SGD. Per rank: the parameters after wrapping,
+    each loss, the gradients before each update, the parameters after it, and the trace."""
     dist = tt.distributed
     names = list(spec["weights"][0])
 

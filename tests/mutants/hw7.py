@@ -95,6 +95,15 @@ MUTANTS = [
         replace="""        self._reduce_scatter_grad(param)""",
         why="ZeRO-2 reduce-scatters each gradient but keeps the full one on every rank",
     ),
+    Mutant(
+        id="zero-shards-always-float64",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="        values = np.zeros(chunk, dtype=param.data.dtype)",
+        replace="        values = np.zeros(chunk, dtype=np.float64)",
+        why="every shard made float64 whatever its parameter's dtype: a float32 model's "
+            "optimizer state takes twice its share and the update is not float32 AdamW's",
+    ),
     # ----- 7.3 tensor parallelism -------------------------------------------------------------
     Mutant(
         id="tp-row-parallel-no-all-reduce",
