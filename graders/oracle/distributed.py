@@ -193,8 +193,11 @@ def layer_run(kind: str, cfg: dict[str, Any], weights: dict[str, np.ndarray], x:
 
 def cross_entropy_run(logits: np.ndarray, target: np.ndarray, grad_output: np.ndarray,
                       ) -> dict[str, Any]:
+    """F.cross_entropy(reduction='none') over the last dim of logits (..., vocab): the
+    leading dims flattened into tokens (F.cross_entropy wants the classes in dim 1)."""
     x = torch.from_numpy(logits.copy()).requires_grad_(True)
-    loss = F.cross_entropy(x, torch.from_numpy(target), reduction="none")
+    loss = F.cross_entropy(x.reshape(-1, x.shape[-1]), torch.from_numpy(target).reshape(-1),
+                           reduction="none").reshape(target.shape)
     loss.backward(torch.from_numpy(grad_output.copy()))
     return {"loss": loss.detach().numpy().copy(), "logits_grad": x.grad.numpy().copy()}
 

@@ -140,6 +140,15 @@ MUTANTS = [
         why="attention split by contiguous rows of c_attn: a rank gets queries and keys of "
             "other heads, not its heads' queries, keys and values",
     ),
+    Mutant(
+        id="tp-cross-entropy-classes-in-dim-1",
+        task="7.3",
+        file="distributed/tensor_parallel/cross_entropy.py",
+        find="        picked = np.take_along_axis(shifted, local[..., None], axis=-1)[..., 0]",
+        replace="        picked = np.take_along_axis(shifted, local[..., None], axis=1)[..., 0]",
+        why="the target's logit looked up in dim 1 (F.cross_entropy's class dim): right for "
+            "(tokens, vocab) logits only, wrong for (batch, sequence, vocab)",
+    ),
     # ----- 7.4 sequence parallelism -----------------------------------------------------------
     Mutant(
         id="sp-all-reduce-instead-of-reduce-scatter",
