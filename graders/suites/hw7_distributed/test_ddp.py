@@ -5,10 +5,10 @@ the probes' SGD; PyTorch trains the same model on the whole batch in one process
 rank must hold PyTorch's gradients and parameters after every step (they agree to about
 1e-15: both sides average the same float64 gradients, in other orders; torch.testing's
 float64 tolerance is used). The trace the framework records shows how: each parameter
-broadcast from rank 0 at construction, then per step one all-reduce per bucket (PyTorch's
-bucket rule in reverse registration order), their outputs the averaged (or summed)
-gradients of exactly that bucket, the first one started while backward still produces
-gradients.
+broadcast from rank 0 (a process group's first rank) at construction, then per step one
+all-reduce per bucket (PyTorch's bucket rule in reverse registration order), their
+outputs the averaged (or summed) gradients of exactly that bucket, the first one started
+while backward still produces gradients.
 """
 
 from __future__ import annotations
