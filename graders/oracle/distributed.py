@@ -93,8 +93,8 @@ def zero_train(widths: list[int], weights: dict[str, np.ndarray],
                ) -> dict[str, Any]:
     """Data-parallel AdamW in one process (weights decay, biases do not): per step the
     gradient of the ranks' average loss; the parameters and AdamW's state (flattened)
-    after each step, and each rank's local losses."""
-    model = MLP(widths)
+    after each step, and each rank's local losses; in the weights' dtype."""
+    model = MLP(widths).to(torch.from_numpy(next(iter(weights.values()))).dtype)
     load(model, weights)
     named = dict(model.named_parameters())
     groups = [{"params": [p for n, p in named.items() if n.endswith("weight")],
@@ -193,8 +193,11 @@ def layer_run(kind: str, cfg: dict[str, Any], weights: dict[str, np.ndarray], x:
 
 def cross_entropy_run(logits: np.ndarray, target: np.ndarray, grad_output: np.ndarray,
                       ) -> dict[str, Any]:
+    """F.cross_entropy(reduction='none') over the last dim of logits (..., vocab): the
+    leading dims flattened into tokens (F.cross_entropy wants the classes in dim 1)."""
     x = torch.from_numpy(logits.copy()).requires_grad_(True)
-    loss = F.cross_entropy(x, torch.from_numpy(target), reduction="none")
+    loss = F.cross_entropy(x.reshape(-1, x.shape[-1]), torch.from_numpy(target).reshape(-1),
+                           reduction="none").reshape(target.shape)
     loss.backward(torch.from_numpy(grad_output.copy()))
     return {"loss": loss.detach().numpy().copy(), "logits_grad": x.grad.numpy().copy()}
 

@@ -28,10 +28,11 @@ def bucket_assignment(tt: Any, sizes: list[int], cap: int) -> list[list[int]]:
 @probe
 def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec``: world, widths, weights (one dict per rank), bucket_cap_mb, lr, and
-    batches[step][micro][rank] = (x, y). Each step runs its micro-batches (all but the last
-    inside ``no_sync()``), loss = mse_loss(ddp(x), y), then the probes' SGD. Per rank: the
-    parameters after wrapping, each loss, the gradients before each update, the
-    parameters after it, and the trace."""
+    batches[step][micro][rank] = (x, y); optionally groups (lists of ranks, made with
+    new_group on every rank: each rank's DDP gets its own group as process_group). Each
+    step runs its micro-batches (all but the last inside ``no_sync()``), loss =
+    mse_loss(ddp(x), y), then the probes' SGD. Per rank: the parameters after wrapping,
+    each loss, the gradients before each update, the parameters after it, and the trace."""
     dist = tt.distributed
     names = list(spec["weights"][0])
 
@@ -41,7 +42,12 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         for name, p in zip(names, params, strict=True):  # before DDP's: they run first
             p.register_post_accumulate_grad_hook(
                 lambda _p, name=name: dist.record_event("grad_ready", name=name))
-        ddp = dist.DistributedDataParallel(model, bucket_cap_mb=spec["bucket_cap_mb"])
+        group = None
+        if spec.get("groups") is not None:
+            made = [dist.new_group(list(g)) for g in spec["groups"]]
+            group = next(m for m, g in zip(made, spec["groups"], strict=True) if rank in g)
+        ddp = dist.DistributedDataParallel(model, bucket_cap_mb=spec["bucket_cap_mb"],
+                                           process_group=group)
         initial = values(model, names)
         losses, step_grads, step_params = [], [], []
         for step, micro_batches in enumerate(spec["batches"]):

@@ -45,7 +45,8 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     betas, weight_decay), batches[step][rank] = (x, y). Weights decay, biases do not
     (two groups). Per rank and step: the bytes of gradients held after backward
     (parameters' and shards'), the optimizer state's bytes (every optimizer reachable from
-    the ZeRO object), the parameters after the step, and each parameter's shard state."""
+    the ZeRO object), the parameters after the step, each parameter's shard state and the
+    dtype of each shard (``opt.shard(p)``). The weights' dtype is the model's."""
     dist = tt.distributed
     names = list(spec["weights"])
     options = spec["options"]
@@ -61,7 +62,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
             groups, tt.optim.AdamW, stage=spec["stage"], lr=options["lr"],
             betas=tuple(options["betas"]))
         out: dict[str, list[Any]] = {"losses": [], "grad_bytes": [], "state_bytes": [],
-                                     "params": [], "state": []}
+                                     "params": [], "state": [], "shard_dtypes": []}
         for step, per_rank in enumerate(spec["batches"]):
             x, y = per_rank[rank]
             opt.zero_grad()
@@ -84,6 +85,8 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
                 state = opt.optim.state.get(by_param[id(p)], {})
                 states[name] = {k: array(v) for k, v in state.items() if isinstance(v, tt.Tensor)}
             out["state"].append(states)
+            out["shard_dtypes"].append(
+                {name: str(opt.shard(p).data.dtype) for name, p in zip(names, params)})
         out["losses"] = np.array(out["losses"])
         return out
 

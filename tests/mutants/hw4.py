@@ -206,6 +206,18 @@ MUTANTS = [
         why="a Python scalar is rounded to float16 before a multiply: x16 * 65536.0 is inf "
             "(torch: computed in float32 with the scalar's own value, 65.56 for x = 0.001)",
     ),
+    Mutant(
+        id="scalar-op-computed-in-float64",
+        task="4.1",
+        file="ops/_helpers.py",
+        find="""        wide = function.apply(_as_dtype(input, np.dtype(np.float32)),
+                              _as_dtype(other, np.dtype(np.float32)))""",
+        replace="""        wide = function.apply(_as_dtype(input, np.dtype(np.float64)),
+                              _as_dtype(other, np.dtype(np.float64)))""",
+        why="a low-precision op with a scalar computed in float64, not float32: a scalar "
+            "beyond float32's range keeps its value (x16 * 1e50 is 0 at x = 0; torch: NaN, "
+            "the scalar is inf in float32)",
+    ),
     # ----- 4.2 autocast -----------------------------------------------------------------
     Mutant(
         id="autocast-softmax-left-in-fp16",

@@ -41,6 +41,24 @@ MUTANTS = [
         replace="            pass",
         why="the initial parameters are not broadcast: ranks start from different weights",
     ),
+    Mutant(
+        id="ddp-broadcast-from-global-rank-0",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="        src = dist.get_process_group_ranks(self.process_group)[0]",
+        replace="        src = 0",
+        why="the parameters broadcast from global rank 0, not from the process group's first "
+            "rank (a group without rank 0, e.g. [1, 3] beside a tensor-parallel dimension)",
+    ),
+    Mutant(
+        id="ddp-bucket-closes-a-byte-early",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="            current, size = [], 0",
+        replace="            current, size = [], 1",
+        why="an off-by-one in the bucket rule: every bucket after the first closes at cap - 1 "
+            "bytes",
+    ),
     # ----- 7.2 ZeRO -------------------------------------------------------------------------
     Mutant(
         id="zero-updates-every-parameter",
@@ -77,6 +95,15 @@ MUTANTS = [
         replace="""        self._reduce_scatter_grad(param)""",
         why="ZeRO-2 reduce-scatters each gradient but keeps the full one on every rank",
     ),
+    Mutant(
+        id="zero-shards-always-float64",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="        values = np.zeros(chunk, dtype=param.data.dtype)",
+        replace="        values = np.zeros(chunk, dtype=np.float64)",
+        why="every shard made float64 whatever its parameter's dtype: a float32 model's "
+            "optimizer state takes twice its share and the update is not float32 AdamW's",
+    ),
     # ----- 7.3 tensor parallelism -------------------------------------------------------------
     Mutant(
         id="tp-row-parallel-no-all-reduce",
@@ -112,6 +139,15 @@ MUTANTS = [
         replace="        order = np.arange(3 * self.n_embd)",
         why="attention split by contiguous rows of c_attn: a rank gets queries and keys of "
             "other heads, not its heads' queries, keys and values",
+    ),
+    Mutant(
+        id="tp-cross-entropy-classes-in-dim-1",
+        task="7.3",
+        file="distributed/tensor_parallel/cross_entropy.py",
+        find="        picked = np.take_along_axis(shifted, local[..., None], axis=-1)[..., 0]",
+        replace="        picked = np.take_along_axis(shifted, local[..., None], axis=1)[..., 0]",
+        why="the target's logit looked up in dim 1 (F.cross_entropy's class dim): right for "
+            "(tokens, vocab) logits only, wrong for (batch, sequence, vocab)",
     ),
     # ----- 7.4 sequence parallelism -----------------------------------------------------------
     Mutant(

@@ -345,6 +345,42 @@ def test_scalar_operand(submission, op, dtype, kind, scalar_first, data):
                                gradient=True, case=case, reproducer=repro)
 
 
+# (op, scalar, scalar_first): the scalar is outside float32's range, so float32 opmath
+# makes it inf or 0 (0 * inf, 0 / 0 and 1e-50 / 0 are NaN in PyTorch); in float64 it is not.
+BEYOND_FLOAT32 = [("mul", 1e50, False), ("mul", 1e50, True), ("div", 1e-50, False),
+                  ("div", 1e-50, True)]
+
+
+@task("4.1")
+@pytest.mark.parametrize("dtype", LOW)
+def test_scalar_operand_is_rounded_to_float32(submission, dtype):
+    """Opmath is float32, not float64: the scalar (a Python number or a zero-dim float64
+    tensor) is rounded to float32 before the op, as PyTorch does. ``x * 1e50`` is NaN at
+    x = 0 (0 * inf), ``x / 1e-50`` too (0 / 0), ``1e-50 / x`` is 0 at x = 0.01. The
+    results are 0, inf or NaN: compared exactly."""
+    low = oracle.NUMPY_DTYPES[dtype]
+    x = np.array([0.0, 0.01, 0.5, -2.0]).astype(low)
+    g = np.ones(x.shape, low)
+    for op, scalar, scalar_first in BEYOND_FLOAT32:
+        for kind in ("number", "float64"):
+            got = submission.call("precision.scalar_operand", op, x, dtype, scalar, kind,
+                                  scalar_first, g)
+            conform(got, {"output": OBSERVED, "grad": Kind(None, dict)},
+                    what="precision.scalar_operand")
+            fn = {"mul": torch.mul, "div": torch.div}[op]
+            leaf = oracle.torch_of(x)
+            s = scalar if kind == "number" else torch.tensor(scalar, dtype=torch.float64)
+            out = _reverse(op, s, leaf) if scalar_first else fn(leaf, s)
+            symbol = {"mul": "*", "div": "/"}[op]
+            s_src = repr(scalar) if kind == "number" else f"tt.tensor({scalar!r}, dtype=tt.float64)"
+            expr = f"{s_src} {symbol} x" if scalar_first else f"x {symbol} {s_src}"
+            repro = (f"import numpy as np\nimport tinytrain as tt\nx = tt.tensor(np.array("
+                     f"{values_source(x)}), dtype=tt.{dtype})\nprint({expr})")
+            assert_close(got["output"]["value"], oracle.numpy_of(out), rtol=0, atol=0,
+                         what=f"{expr}: output", case=f"y = {expr}, x: {dtype}{list(x.shape)}",
+                         reproducer=repro)
+
+
 def _rounded(t: torch.Tensor, low: np.dtype) -> np.ndarray:
     with np.errstate(over="ignore"):
         return t.detach().numpy().astype(low)

@@ -5,10 +5,10 @@ the probes' SGD; PyTorch trains the same model on the whole batch in one process
 rank must hold PyTorch's gradients and parameters after every step (they agree to about
 1e-15: both sides average the same float64 gradients, in other orders; torch.testing's
 float64 tolerance is used). The trace the framework records shows how: each parameter
-broadcast from rank 0 at construction, then per step one all-reduce per bucket (PyTorch's
-bucket rule in reverse registration order), their outputs the averaged (or summed)
-gradients of exactly that bucket, the first one started while backward still produces
-gradients.
+broadcast from rank 0 (a process group's first rank) at construction, then per step one
+all-reduce per bucket (PyTorch's bucket rule in reverse registration order), their
+outputs the averaged (or summed) gradients of exactly that bucket, the first one started
+while backward still produces gradients.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_conforms, assert_equal
@@ -69,6 +69,10 @@ def buckets(s: dict[str, Any]) -> list[list[int]]:
 @settings(max_examples=examples(15))
 @given(sizes=st.lists(st.integers(1, 400), min_size=1, max_size=9),
        cap=st.integers(1, 1200))
+# The first and the second bucket one byte short of the cap until their last parameter:
+# a bucket whose count starts at 1, not 0, closes a parameter early.
+@example(sizes=[4, 3], cap=4)
+@example(sizes=[4, 3, 4], cap=4)
 def test_bucket_assignment_follows_pytorchs_rule(submission, sizes, cap):
     """compute_bucket_assignment: parameters in reverse registration order, a bucket
     closed as soon as it holds the cap or more (PyTorch's compute_bucket_assignment_by_size
@@ -96,6 +100,40 @@ def test_construction_broadcasts_rank_0s_parameters(submission, world):
         expected = sum(v.size for v in s["weights"][0].values())
         assert_equal(numel, expected, what=f"rank {rank}: values broadcast from rank 0 at "
                      "construction (every parameter once, coalesced or not)", case=describe(s))
+
+
+@task("7.1")
+def test_process_group_broadcasts_from_its_first_rank(submission):
+    """DistributedDataParallel(model, process_group=group) on 4 ranks cut into the groups
+    [0, 2] and [1, 3] (data parallelism beside another dimension): each group starts from
+    its first rank's weights (broadcast from that global rank) and averages its own ranks'
+    gradients, as one process training on the group's batch."""
+    groups = [[0, 2], [1, 3]]
+    s = {**spec(4, 300, steps=2), "groups": groups}
+    case = describe(s) + f", process_group=new_group(...) of the groups {groups}"
+    ranks = run(submission, s)
+    for members in groups:
+        batches = [[[per_rank[r] for r in members] for per_rank in micro]
+                   for micro in s["batches"]]
+        expected = oracle.ddp_train(WIDTHS, s["weights"][members[0]], batches, s["lr"])
+        for place, rank in enumerate(members):
+            got = ranks[rank]
+            for name, value in s["weights"][members[0]].items():
+                assert_close(got["initial"][name], value, rtol=0, atol=0,
+                             what=f"rank {rank}: {name} after DistributedDataParallel(model, "
+                                  f"process_group=<group {members}>) (rank {members[0]}'s)",
+                             case=case)
+            sources = sorted({e["peer"] for e in table.calls(got["trace"], ("broadcast",))})
+            assert_equal(sources, [members[0]], what=f"rank {rank}: the global ranks it "
+                         "received broadcasts from (its group's first rank)", case=case)
+            assert_close(np.asarray(got["losses"]), expected["losses"][place],
+                         what=f"rank {rank}: its local losses", case=case)
+            for step in range(len(s["batches"])):
+                for name in s["weights"][0]:
+                    assert_close(got["grads"][step][name], expected["grads"][step][name],
+                                 what=f"rank {rank}: {name}.grad after backward of step "
+                                      f"{step + 1} (the average over the group {members})",
+                                 case=case)
 
 
 @task("7.1")

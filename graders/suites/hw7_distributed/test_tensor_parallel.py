@@ -177,31 +177,35 @@ def test_layer_communicates_as_megatron(submission, case, world):
                          case=describe(case, world))
 
 
-def _ce_case(world: int, offset: float) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+def _ce_case(world: int, offset: float, lead: tuple[int, ...],
+             ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     rng = np.random.default_rng(world)
-    vocab, tokens = 4 * world, 7
-    logits = rng.uniform(-3, 3, (tokens, vocab)) + offset
-    target = rng.integers(0, vocab, tokens)
-    return logits, target, rng.uniform(0.1, 1, tokens)
+    vocab = 4 * world
+    logits = rng.uniform(-3, 3, (*lead, vocab)) + offset
+    target = rng.integers(0, vocab, lead)
+    return logits, target, rng.uniform(0.1, 1, lead)
 
 
 @task("7.3")
 @pytest.mark.parametrize("world", [2, 4])
 @pytest.mark.parametrize("offset", [0.0, 1e4], ids=["plain", "logits-near-1e4"])
-def test_vocab_parallel_cross_entropy(submission, world, offset):
+@pytest.mark.parametrize("lead", [(7,), (2, 3)], ids=["tokens-7", "batch-2x3"])
+def test_vocab_parallel_cross_entropy(submission, world, offset, lead):
     """Per-token losses on every rank and each rank's part of the logits' gradient, as
     F.cross_entropy(reduction='none') on the whole logits (logits near 1e4 too: no
-    overflow); three all-reduces of one value per token in forward (max, sum, sum),
+    overflow; logits (tokens, vocab) and (batch, sequence, vocab): the vocabulary is the
+    last dim); three all-reduces of one value per token in forward (max, sum, sum),
     none in backward."""
-    logits, target, g = _ce_case(world, offset)
+    logits, target, g = _ce_case(world, offset, lead)
     expected = oracle.cross_entropy_run(logits, target, g)
     parts = [oracle.split(logits, world, r, -1) for r in range(world)]
     got = submission.call("distributed_tp.cross_entropy", world, parts, target, g)
     assert_conforms(got, {"ranks": [{"loss": None, "logits_grad": None}] * world,
                           "trace": [None] * world}, what="distributed_tp.cross_entropy")
     table.check_trace(got["trace"])
-    what = (f"{world} ranks, vocab_parallel_cross_entropy(this rank's {logits.shape[1] // world} "
-            f"of {logits.shape[1]} classes, target) for {logits.shape[0]} tokens")
+    vocab = logits.shape[-1]
+    what = (f"{world} ranks, vocab_parallel_cross_entropy(this rank's {vocab // world} of "
+            f"{vocab} classes, target) for logits of shape {logits.shape}")
     for rank, result in enumerate(got["ranks"]):
         assert_close(result["loss"], expected["loss"], what=f"rank {rank}: the losses", case=what)
         assert_close(result["logits_grad"], oracle.split(expected["logits_grad"], world, rank, -1),
@@ -210,9 +214,9 @@ def test_vocab_parallel_cross_entropy(submission, world, offset):
         marks = {m["label"]: m["index"] for m in trace if m["kind"] == "mark"}
         forward = table.calls(table.between(trace, marks["forward"], marks["backward"]))
         assert_equal(sorted((e["kind"], e["numel"], e["op"]) for e in forward),
-                     sorted([("all_reduce", len(target), "max"),
-                             ("all_reduce", len(target), "sum"),
-                             ("all_reduce", len(target), "sum")]),
+                     sorted([("all_reduce", target.size, "max"),
+                             ("all_reduce", target.size, "sum"),
+                             ("all_reduce", target.size, "sum")]),
                      what=f"rank {rank}: the collectives in forward", case=what)
         assert_equal(table.calls(table.between(trace, marks["backward"], marks["done"])), [],
                      what=f"rank {rank}: the collectives in backward", case=what)

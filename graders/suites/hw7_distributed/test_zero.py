@@ -10,7 +10,7 @@ is its chunks' only, about 1/world of the whole; at stage 2 so are the gradients
 holds after backward. Communication (from the trace): per step, reduce-scatters whose
 outputs are the averaged gradients and all-gathers whose outputs are the updated
 parameters, covering every parameter once; no all-reduce. At stage 2 the reduce-scatters
-run during backward.
+run during backward. A float32 model keeps float32 shards (and float32 AdamW's results).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graders.checks import assert_close, assert_conforms
+from graders.checks import assert_close, assert_conforms, assert_equal
 from graders.oracle import distributed as oracle
 from graders.oracle import distributed_collectives as table
 from graders.suites._support import task
@@ -32,17 +32,19 @@ STEPS = 3
 CASES = [(1, 2), (1, 3), (2, 2), (2, 3)]
 
 
-def spec(stage: int, world: int, seed: int = 0) -> dict[str, Any]:
+def spec(stage: int, world: int, seed: int = 0, dtype: type = np.float64) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    weights = oracle.mlp_weights(WIDTHS, rng)
-    batches = [[(rng.uniform(-1, 1, (4, WIDTHS[0])), rng.uniform(-1, 1, (4, WIDTHS[-1])))
+    weights = {n: v.astype(dtype) for n, v in oracle.mlp_weights(WIDTHS, rng).items()}
+    batches = [[(rng.uniform(-1, 1, (4, WIDTHS[0])).astype(dtype),
+                 rng.uniform(-1, 1, (4, WIDTHS[-1])).astype(dtype))
                 for _ in range(world)] for _ in range(STEPS)]
     return {"world": world, "stage": stage, "widths": WIDTHS, "weights": weights,
             "options": OPTIONS, "batches": batches}
 
 
 def describe(s: dict[str, Any]) -> str:
-    return (f"{s['world']} ranks, ZeroRedundancyOptimizer(groups, tt.optim.AdamW, "
+    dtype = next(iter(s["weights"].values())).dtype
+    return (f"{s['world']} ranks, {dtype} model, ZeroRedundancyOptimizer(groups, tt.optim.AdamW, "
             f"stage={s['stage']}, lr={OPTIONS['lr']}, betas={tuple(OPTIONS['betas'])}) over "
             f"the MLP {WIDTHS} (weights decay {OPTIONS['weight_decay']}, biases do not), a "
             f"batch of 4 per rank, {STEPS} steps")
@@ -53,7 +55,8 @@ def run(submission: Any, s: dict[str, Any]) -> list[dict[str, Any]]:
     names = list(s["weights"])
     shape = {"losses": None, "grad_bytes": [0] * STEPS, "state_bytes": [0] * STEPS,
              "params": [{n: None for n in names}] * STEPS,
-             "state": [{n: None for n in names}] * STEPS, "trace": None}
+             "state": [{n: None for n in names}] * STEPS,
+             "shard_dtypes": [{n: "" for n in names}] * STEPS, "trace": None}
     assert_conforms(got, {"ranks": [shape] * s["world"]}, what="distributed_zero.train")
     table.check_trace([r["trace"] for r in got["ranks"]])
     return got["ranks"]
@@ -181,3 +184,28 @@ def test_gradients_reduce_scattered_and_parameters_all_gathered(submission, stag
             raise AssertionError(f"step {step + 1}: the reduce-scatters' outputs over all ranks "
                                  f"sum to {scattered:.12g}; the averaged gradients sum to "
                                  f"{grad_sum:.12g}\n  case: {describe(s)}")
+
+
+@task("7.2")
+@pytest.mark.parametrize("stage", [1, 2])
+def test_float32_parameters_keep_float32_shards(submission, stage):
+    """A float32 model: each shard (opt.shard(p), what opt.optim updates) is float32 like
+    its parameter, so the optimizer state takes 1/world of float32 AdamW's, and the
+    parameters after every step are PyTorch's float32 AdamW's (dtype included)."""
+    s = spec(stage, 2, dtype=np.float32)
+    ranks = run(submission, s)
+    expected = oracle.zero_train(WIDTHS, s["weights"], s["batches"], OPTIONS)
+    share = 2 * _chunks_bytes(s, 4)
+    for rank, got in enumerate(ranks):
+        for step in range(STEPS):
+            for name in s["weights"]:
+                assert_equal(got["shard_dtypes"][step][name], "float32",
+                             what=f"rank {rank}: opt.shard({name}).dtype after step {step + 1} "
+                                  f"({name} is float32)", case=describe(s))
+                assert_close(got["params"][step][name], expected["params"][step][name],
+                             what=f"rank {rank}: {name} after step {step + 1}", case=describe(s))
+        held = max(got["state_bytes"])
+        if not 0 < held <= share:
+            raise AssertionError(
+                f"rank {rank} holds {held} bytes of optimizer state; a rank's share of float32 "
+                f"AdamW's state (its chunks, padded) is {share} bytes\n  case: {describe(s)}")
