@@ -185,3 +185,15 @@ MUTANTS += [
             "(mutant 6.7-6dcbc239b6): x gets no gradient through a frozen layer",
     ),
 ]
+
+MUTANTS += [
+    Mutant(
+        id="cuda-attention-backward-dk-tf32",
+        task="6.5",
+        file="cuda/attention.py",
+        find="            dk += tl.dot(tl.trans(ds), q, input_precision=\"ieee\")\n",
+        replace="            dk += tl.dot(tl.trans(ds), q)\n",
+        why="the float32 dk product of the attention backward without input_precision=\"ieee\" "
+            "(mutant 6.5-182d4fa08f does it to dq): right under the interpreter, TF32 on a GPU",
+    ),
+]
