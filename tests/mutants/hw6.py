@@ -185,3 +185,38 @@ MUTANTS += [
             "(mutant 6.7-6dcbc239b6): x gets no gradient through a frozen layer",
     ),
 ]
+
+MUTANTS += [
+    Mutant(
+        id="cuda-attention-backward-dk-tf32",
+        task="6.5",
+        file="cuda/attention.py",
+        find="            dk += tl.dot(tl.trans(ds), q, input_precision=\"ieee\")\n",
+        replace="            dk += tl.dot(tl.trans(ds), q)\n",
+        why="the float32 dk product of the attention backward without input_precision=\"ieee\" "
+            "(mutant 6.5-182d4fa08f does it to dq): right under the interpreter, TF32 on a GPU",
+    ),
+]
+
+MUTANTS += [
+    Mutant(
+        id="device-cross-entropy-mean-over-all-rows",
+        task="6.7",
+        file="cuda/device.py",
+        find="        scale = 1.0 / count if reduction == \"mean\" and count else 1.0\n",
+        replace="        scale = 1.0 / len(targets) if reduction == \"mean\" and count else 1.0\n",
+        why="the gradient of the mean cross entropy is divided by the number of rows, ignored "
+            "targets included (mutant 6.7-12ac5dad1d does not divide it at all)",
+    ),
+    Mutant(
+        id="device-gelu-scalar-unhandled",
+        task="6.7",
+        file="cuda/device.py",
+        find="        zero = np.zeros(a.shape[-1:] if a.ndim else (1,), a.data.dtype)\n"
+             "        x = a.data if a.ndim else a.data.reshape(1)\n",
+        replace="        zero = np.zeros(a.shape[-1:], a.data.dtype)\n"
+                "        x = a.data\n",
+        why="the device's gelu hands a 0-d tensor to the row-wise kernel wrapper as it is "
+            "(mutant 6.7-dde74f871d does it in backward)",
+    ),
+]

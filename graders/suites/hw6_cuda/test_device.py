@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_conforms, assert_equal
 from graders.kerneltable.checks import need_triton
-from graders.kerneltable.device import DEVICE_OPS, DEVICE_TOLERANCE, grad_output
+from graders.kerneltable.device import DEVICE_OPS, DEVICE_TOLERANCE, DeviceOpInfo, grad_output
 from graders.oracle import cuda as oracle
 from graders.oracle import gpt as gpt_oracle
 from graders.strategies.cuda import Values, fixed
@@ -51,24 +51,61 @@ def test_device_op(submission, op):
         v = Values(data)
         inputs, kwargs, case = op.draw(v)
         grad = grad_output(v, oracle.device_output_shape(op.name, inputs, kwargs))
-        expected = oracle.device_op(op.name, inputs, kwargs, grad)
-        got = submission.call("cuda.device_op", op.name, inputs, kwargs, grad)
-        n_grads = len(expected["grads"])
-        assert_conforms(got, {"output": expected["output"], "device": "",
-                              "grads": [np.empty(g.shape) for g in expected["grads"]],
-                              "grad_devices": [""] * n_grads, "launched": None}, what=op.name)
-        check_launched(got["launched"], op.kernels, op.name, case)
-        assert_equal(got["device"], DEVICE, what=f"{op.name}: the output's device", case=case)
-        assert_equal(list(got["grad_devices"]), [DEVICE] * n_grads,
-                     what=f"{op.name}: the devices of the inputs' .grad", case=case)
-        rtol, atol = DEVICE_TOLERANCE
-        assert_close(got["output"], expected["output"], what=f"{op.name} on the cuda device",
-                     rtol=rtol, atol=atol, case=case)
-        for k, (g, e) in enumerate(zip(got["grads"], expected["grads"])):
-            assert_close(g, e, what=f"{op.name} on the cuda device: gradient of input {k}",
-                         rtol=rtol, atol=atol, case=case)
+        check_device_op(submission, op, inputs, kwargs, grad, case)
 
     drawn()
+
+
+def check_device_op(submission: Any, op: DeviceOpInfo, inputs: list[dict[str, Any]],
+                    kwargs: dict[str, Any], grad: np.ndarray, case: str) -> None:
+    """One call of ``op`` on the device against torch: output, gradients, their devices
+    and the kernels launched."""
+    expected = oracle.device_op(op.name, inputs, kwargs, grad)
+    got = submission.call("cuda.device_op", op.name, inputs, kwargs, grad)
+    n_grads = len(expected["grads"])
+    assert_conforms(got, {"output": expected["output"], "device": "",
+                          "grads": [np.empty(g.shape) for g in expected["grads"]],
+                          "grad_devices": [""] * n_grads, "launched": None}, what=op.name)
+    check_launched(got["launched"], op.kernels, op.name, case)
+    assert_equal(got["device"], DEVICE, what=f"{op.name}: the output's device", case=case)
+    assert_equal(list(got["grad_devices"]), [DEVICE] * n_grads,
+                 what=f"{op.name}: the devices of the inputs' .grad", case=case)
+    rtol, atol = DEVICE_TOLERANCE
+    assert_close(got["output"], expected["output"], what=f"{op.name} on the cuda device",
+                 rtol=rtol, atol=atol, case=case)
+    for k, (g, e) in enumerate(zip(got["grads"], expected["grads"])):
+        assert_close(g, e, what=f"{op.name} on the cuda device: gradient of input {k}",
+                     rtol=rtol, atol=atol, case=case)
+
+
+OPS = {op.name: op for op in DEVICE_OPS}
+
+
+@task("6.7")
+def test_device_cross_entropy_mean_over_the_targets_not_ignored(submission):
+    """F.cross_entropy(reduction="mean") on the device, with an ignored target: the loss
+    and the logits' gradient are divided by the number of targets not ignored (3 of 4),
+    as torch does (the drawn cases need not draw "mean")."""
+    need_triton(submission)
+    rng = np.random.default_rng(7)
+    logits = (3 * rng.standard_normal((4, 5))).astype(np.float32)
+    targets = np.array([1, 4, -100, 0], np.int64)
+    inputs = [{"array": logits, "grad": True}, {"array": targets, "grad": False}]
+    grad = np.array(1.5, np.float32)
+    check_device_op(submission, OPS["cross_entropy"], inputs, {"reduction": "mean"}, grad,
+                    "F.cross_entropy(logits (4, 5), targets [1, 4, -100, 0], "
+                    "reduction='mean'), backward with a gradient of 1.5")
+
+
+@task("6.7")
+def test_device_gelu_of_a_scalar(submission):
+    """F.gelu of a 0-d device tensor, forward and backward (torch takes 0-d inputs; a
+    kernel takes rows of at least one element)."""
+    need_triton(submission)
+    inputs = [{"array": np.array(-0.75, np.float32), "grad": True}]
+    check_device_op(submission, OPS["gelu"], inputs, {"approximate": "none"},
+                    np.array(2.0, np.float32), "F.gelu(x of shape () = -0.75), backward "
+                    "with a gradient of 2.0")
 
 
 @task("6.7")
