@@ -315,6 +315,31 @@ MUTANTS = [
         why="random_split accepts lengths that do not add up to the dataset size",
     ),
     Mutant(
+        id="split-fractions-unchecked",
+        task="5.6",
+        file="data/dataset.py",
+        find="""            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+""",
+        replace="",
+        why="random_split accepts fractions outside [0, 1] when they add up to 1 "
+            "([1.5, -0.5]: torch refuses with a ValueError)",
+    ),
+    Mutant(
+        id="collate-ragged-numpy-error",
+        task="5.6",
+        file="data/dataloader.py",
+        find="""        shapes = {b.shape for b in batch}
+        if len(shapes) > 1:
+            raise RuntimeError("stack expects each tensor to be equal size, but got "
+                               f"{list(batch[0].shape)} at entry 0 and "
+                               f"{next(list(b.shape) for b in batch if b.shape != elem.shape)}")
+""",
+        replace="",
+        why="tensors of different shapes reach np.stack, whose ValueError is not torch's "
+            "RuntimeError naming the two shapes",
+    ),
+    Mutant(
         id="split-no-fractions",
         task="5.6",
         file="data/dataset.py",
