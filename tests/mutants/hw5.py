@@ -13,6 +13,16 @@ MUTANTS = [
         why="a tied parameter (or one in a shared submodule) is listed once per name",
     ),
     Mutant(
+        id="named-members-walk-every-path",
+        task="5.1",
+        file="nn/module.py",
+        find="        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)",
+        replace="        modules = (self.named_modules(prefix=prefix, remove_duplicate=False)",
+        why="named_parameters walks every path to every module, relying on its own set of "
+            "tensors to drop repeats: a submodule that refers back to its parent "
+            "(child.parent = model) makes the walk endless (torch skips modules already seen)",
+    ),
+    Mutant(
         id="train-one-level",
         task="5.1",
         file="nn/module.py",
