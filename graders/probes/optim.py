@@ -194,6 +194,38 @@ def load_state_dict_errors(tt: Any) -> dict[str, Any]:
 
 
 @probe
+def load_state_dict_leaves_it(tt: Any) -> dict[str, Any]:
+    """Load a state_dict (state holding Python numbers besides tensors) into a base
+    Optimizer, set the loaded optimizer's lr, then load the same dict into a third: what
+    each loaded, and the dict's own groups afterwards."""
+
+    def make() -> Any:
+        return tt.optim.Optimizer([tt.nn.Parameter(tt.tensor(np.zeros(2, np.float32)))
+                                   for _ in range(2)], {"lr": 0.1})
+
+    def plain(opt: Any) -> dict[str, Any]:
+        return {str(k): _value(v) for k, v in opt.state[opt.param_groups[0]["params"][0]].items()}
+
+    first = make()
+    state = first.state[first.param_groups[0]["params"][0]]
+    state["count"], state["scale"] = 3, 0.5
+    state["buf"] = tt.tensor(np.ones(2, np.float32))
+    saved = first.state_dict()
+    second = make()
+    second.load_state_dict(saved)
+    second.param_groups[0]["lr"] = 9.0
+    third = make()
+    again = raised(lambda: third.load_state_dict(saved))
+    return {
+        "loaded": plain(second),
+        "saved params": [type(i).__name__ for i in saved["param_groups"][0]["params"]],
+        "saved lr": saved["param_groups"][0]["lr"],
+        "load again": again,
+        "loaded again": plain(third) if again["type"] is None else None,
+    }
+
+
+@probe
 def zero_grad(tt: Any, shapes: list[list[int]]) -> dict[str, Any]:
     """optimizer.zero_grad() and zero_grad(set_to_none=False), on two param groups."""
     params = [tt.nn.Parameter(tt.tensor(np.ones(s, np.float32))) for s in shapes]

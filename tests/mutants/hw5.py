@@ -137,6 +137,26 @@ MUTANTS = [
         why="loaded state keeps its saved dtype instead of the parameter's",
     ),
     Mutant(
+        id="optimizer-load-copies-only-the-list",
+        task="5.2",
+        file="optim/optimizer.py",
+        find='        saved_groups = copy.deepcopy(state_dict["param_groups"])',
+        replace='        saved_groups = list(state_dict["param_groups"])',
+        why="load_state_dict copies the list of groups but takes the dict's group dicts as "
+            "its own: it writes the parameters into the caller's state_dict (which then "
+            "cannot be loaded again) and later lr changes show in it",
+    ),
+    Mutant(
+        id="optimizer-load-only-tensor-state",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="            self.state[param] = {k: cast(param, k, v) for k, v in saved.items()}",
+        replace="            self.state[param] = {k: cast(param, k, v) for k, v in saved.items()\n"
+                "                                 if isinstance(v, Tensor)}",
+        why="load_state_dict keeps only the tensors of a parameter's state, dropping entries "
+            "that are Python numbers (torch keeps them)",
+    ),
+    Mutant(
         id="optimizer-load-keeps-hyperparameters",
         task="5.2",
         file="optim/optimizer.py",
