@@ -79,6 +79,24 @@ def steps(tt: Any, kind: str, options: dict[str, Any], groups: list[dict[str, An
 
 
 @probe
+def steps_grad_written_in_place(tt: Any, kind: str, options: dict[str, Any],
+                                param: np.ndarray, grads: list[np.ndarray]) -> list[Any]:
+    """``tt.optim.<kind>([p], **options)`` where p keeps one .grad tensor that each step
+    after the first overwrites in place (as backward accumulating into a zeroed grad
+    does); after each step: p, its state and its grad."""
+    p = tt.nn.Parameter(tt.tensor(np.asarray(param)))
+    opt = getattr(tt.optim, kind)([p], **options)
+    p.grad = tt.tensor(np.array(grads[0], copy=True))
+    seen = []
+    for i, g in enumerate(grads):
+        if i:
+            p.grad.data[...] = g
+        opt.step()
+        seen.append({"param": array(p), "state": _state(opt, p), "grad": array(p.grad)})
+    return seen
+
+
+@probe
 def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
     """Two steps of ``tt.optim.<kind>(**options)`` on a parameter of ``dtype`` (float16,
     bfloat16 ...) with gradients of that dtype: the dtype of the parameter and of each

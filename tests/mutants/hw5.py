@@ -184,6 +184,26 @@ MUTANTS = [
         why="the momentum buffer starts as zeros updated once ((1 - dampening) * g), not as g",
     ),
     Mutant(
+        id="sgd-momentum-buffer-is-the-grad",
+        task="5.3",
+        file="optim/sgd.py",
+        find="np.array(grad, dtype=param.data.dtype, copy=True)",
+        replace="grad",
+        why="the first momentum buffer wraps the gradient's array instead of a copy (torch "
+            "clones it): a .grad written in place changes the buffer, and the buffer's "
+            "updates write into .grad",
+    ),
+    Mutant(
+        id="sgd-weight-decay-only-with-momentum",
+        task="5.3",
+        file="optim/sgd.py",
+        find="                if weight_decay != 0:\n                    grad = grad + weight_decay",
+        replace="                if weight_decay != 0 and momentum != 0:\n"
+                "                    grad = grad + weight_decay",
+        why="weight decay is added only on the momentum path: plain SGD(weight_decay=...) "
+            "ignores it",
+    ),
+    Mutant(
         id="sgd-nesterov-ignored",
         task="5.3",
         file="optim/sgd.py",
