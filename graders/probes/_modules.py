@@ -375,3 +375,33 @@ def registration(lib: Any) -> dict[str, Any]:
 
     out["parameter before Module.__init__"] = raised(Early)
     return out
+
+
+def cycle(lib: Any) -> dict[str, Any]:
+    """A submodule that keeps a reference to its parent (``child.parent = model``
+    registers the model as the child's submodule: a cycle). The traversals that skip
+    modules already seen list each module and tensor once; an error is observed as its
+    type and message."""
+    nn = lib.nn
+    model = block_class(nn, "Block")()
+    model.weight = nn.Parameter(lib.tensor(np.ones(2, np.float32)))
+    model.register_buffer("mean", lib.tensor(np.zeros(2, np.float32)))
+    model.child = block_class(nn, "Block")()
+    model.child.bias = nn.Parameter(lib.tensor(np.zeros(3, np.float32)))
+    model.child.parent = model
+
+    def attempt(fn: Any) -> Any:
+        try:
+            return fn()
+        except NotImplementedError:  # an unfinished stub is not an observed error
+            raise
+        except Exception as exc:  # noqa: BLE001 - a RecursionError, typically
+            return f"{type(exc).__name__}: {exc}"
+
+    return {
+        "named_parameters": attempt(lambda: _names(model.named_parameters())),
+        "named_buffers": attempt(lambda: _names(model.named_buffers())),
+        "named_modules": attempt(lambda: _names(model.named_modules())),
+        "len(list(parameters()))": attempt(lambda: len(list(model.parameters()))),
+        "child.named_parameters": attempt(lambda: _names(model.child.named_parameters())),
+    }

@@ -62,6 +62,20 @@ def collate(tt: Any, kind: str, n: int, batch_size: int) -> list[Any]:
     return [_describe(b) for b in tt.data.DataLoader(Structured(), batch_size=batch_size)]
 
 
+@probe
+def collate_ragged(tt: Any, shapes: list[list[int]]) -> dict[str, Any]:
+    """What one batch of a Dataset of zero tensors of these shapes raises."""
+
+    class Ragged(tt.data.Dataset):
+        def __getitem__(self, i: int) -> Any:
+            return tt.zeros(*shapes[i])
+
+        def __len__(self) -> int:
+            return len(shapes)
+
+    return raised(lambda: next(iter(tt.data.DataLoader(Ragged(), batch_size=len(shapes)))))
+
+
 def _orders(loader: Any, epochs: int) -> list[list[list[int]]]:
     return [[[int(v) for v in batch[0].data.reshape(-1)] for batch in loader]
             for _ in range(epochs)]

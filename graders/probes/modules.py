@@ -94,3 +94,8 @@ def containers(tt: Any) -> dict[str, Any]:
 @probe
 def registration(tt: Any) -> dict[str, Any]:
     return _modules.registration(lib(tt))
+
+
+@probe
+def cycle(tt: Any) -> dict[str, Any]:
+    return _modules.cycle(lib(tt))

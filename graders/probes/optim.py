@@ -79,6 +79,24 @@ def steps(tt: Any, kind: str, options: dict[str, Any], groups: list[dict[str, An
 
 
 @probe
+def steps_grad_written_in_place(tt: Any, kind: str, options: dict[str, Any],
+                                param: np.ndarray, grads: list[np.ndarray]) -> list[Any]:
+    """``tt.optim.<kind>([p], **options)`` where p keeps one .grad tensor that each step
+    after the first overwrites in place (as backward accumulating into a zeroed grad
+    does); after each step: p, its state and its grad."""
+    p = tt.nn.Parameter(tt.tensor(np.asarray(param)))
+    opt = getattr(tt.optim, kind)([p], **options)
+    p.grad = tt.tensor(np.array(grads[0], copy=True))
+    seen = []
+    for i, g in enumerate(grads):
+        if i:
+            p.grad.data[...] = g
+        opt.step()
+        seen.append({"param": array(p), "state": _state(opt, p), "grad": array(p.grad)})
+    return seen
+
+
+@probe
 def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
     """Two steps of ``tt.optim.<kind>(**options)`` on a parameter of ``dtype`` (float16,
     bfloat16 ...) with gradients of that dtype: the dtype of the parameter and of each
@@ -190,6 +208,38 @@ def load_state_dict_errors(tt: Any) -> dict[str, Any]:
     return {
         "groups": raised(lambda: make([3]).load_state_dict(saved)),
         "sizes": raised(lambda: make([2, 1]).load_state_dict(saved)),
+    }
+
+
+@probe
+def load_state_dict_leaves_it(tt: Any) -> dict[str, Any]:
+    """Load a state_dict (state holding Python numbers besides tensors) into a base
+    Optimizer, set the loaded optimizer's lr, then load the same dict into a third: what
+    each loaded, and the dict's own groups afterwards."""
+
+    def make() -> Any:
+        return tt.optim.Optimizer([tt.nn.Parameter(tt.tensor(np.zeros(2, np.float32)))
+                                   for _ in range(2)], {"lr": 0.1})
+
+    def plain(opt: Any) -> dict[str, Any]:
+        return {str(k): _value(v) for k, v in opt.state[opt.param_groups[0]["params"][0]].items()}
+
+    first = make()
+    state = first.state[first.param_groups[0]["params"][0]]
+    state["count"], state["scale"] = 3, 0.5
+    state["buf"] = tt.tensor(np.ones(2, np.float32))
+    saved = first.state_dict()
+    second = make()
+    second.load_state_dict(saved)
+    second.param_groups[0]["lr"] = 9.0
+    third = make()
+    again = raised(lambda: third.load_state_dict(saved))
+    return {
+        "loaded": plain(second),
+        "saved params": [type(i).__name__ for i in saved["param_groups"][0]["params"]],
+        "saved lr": saved["param_groups"][0]["lr"],
+        "load again": again,
+        "loaded again": plain(third) if again["type"] is None else None,
     }
 
 

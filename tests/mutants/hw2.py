@@ -200,6 +200,15 @@ MUTANTS = [
         why="view copies when it cannot be a view, instead of raising",
     ),
     Mutant(
+        id="reshape-copy-in-memory-order",
+        task="2.5",
+        file="ops/shape.py",
+        find="        return np.reshape(a.data, shape, copy=True)",
+        replace='        return np.reshape(a.data, shape, order="A").copy()',
+        why="the copying reshape (an input no view can regroup, e.g. a transposed one) "
+            "reads the elements in memory order, not in row-major order as torch does",
+    ),
+    Mutant(
         id="expand-grad-not-reduced",
         task="2.5",
         file="ops/shape.py",

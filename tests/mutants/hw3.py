@@ -37,6 +37,15 @@ MUTANTS = [
         why="the version error names the saved and current versions the wrong way round",
     ),
     Mutant(
+        id="version-error-describes-saved-output-as-leaf",
+        task="3.1",
+        file="autograd/saved.py",
+        find='f"by an inplace operation: {self._describe(node)} is at version "',
+        replace='f"by an inplace operation: {self._describe(self._tensor.grad_fn)} is at version "',
+        why="the version error describes a saved output through the history-free alias it "
+            "keeps, so it does not say which node's output the modified tensor is",
+    ),
+    Mutant(
         id="leaf-written-in-place",
         task="3.1",
         file="autograd/inplace.py",

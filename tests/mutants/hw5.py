@@ -13,6 +13,16 @@ MUTANTS = [
         why="a tied parameter (or one in a shared submodule) is listed once per name",
     ),
     Mutant(
+        id="named-members-walk-every-path",
+        task="5.1",
+        file="nn/module.py",
+        find="        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)",
+        replace="        modules = (self.named_modules(prefix=prefix, remove_duplicate=False)",
+        why="named_parameters walks every path to every module, relying on its own set of "
+            "tensors to drop repeats: a submodule that refers back to its parent "
+            "(child.parent = model) makes the walk endless (torch skips modules already seen)",
+    ),
+    Mutant(
         id="train-one-level",
         task="5.1",
         file="nn/module.py",
@@ -127,6 +137,26 @@ MUTANTS = [
         why="loaded state keeps its saved dtype instead of the parameter's",
     ),
     Mutant(
+        id="optimizer-load-copies-only-the-list",
+        task="5.2",
+        file="optim/optimizer.py",
+        find='        saved_groups = copy.deepcopy(state_dict["param_groups"])',
+        replace='        saved_groups = list(state_dict["param_groups"])',
+        why="load_state_dict copies the list of groups but takes the dict's group dicts as "
+            "its own: it writes the parameters into the caller's state_dict (which then "
+            "cannot be loaded again) and later lr changes show in it",
+    ),
+    Mutant(
+        id="optimizer-load-only-tensor-state",
+        task="5.2",
+        file="optim/optimizer.py",
+        find="            self.state[param] = {k: cast(param, k, v) for k, v in saved.items()}",
+        replace="            self.state[param] = {k: cast(param, k, v) for k, v in saved.items()\n"
+                "                                 if isinstance(v, Tensor)}",
+        why="load_state_dict keeps only the tensors of a parameter's state, dropping entries "
+            "that are Python numbers (torch keeps them)",
+    ),
+    Mutant(
         id="optimizer-load-keeps-hyperparameters",
         task="5.2",
         file="optim/optimizer.py",
@@ -152,6 +182,26 @@ MUTANTS = [
         find="np.array(grad, dtype=param.data.dtype, copy=True)",
         replace="((1 - dampening) * grad).astype(param.data.dtype)",
         why="the momentum buffer starts as zeros updated once ((1 - dampening) * g), not as g",
+    ),
+    Mutant(
+        id="sgd-momentum-buffer-is-the-grad",
+        task="5.3",
+        file="optim/sgd.py",
+        find="np.array(grad, dtype=param.data.dtype, copy=True)",
+        replace="grad",
+        why="the first momentum buffer wraps the gradient's array instead of a copy (torch "
+            "clones it): a .grad written in place changes the buffer, and the buffer's "
+            "updates write into .grad",
+    ),
+    Mutant(
+        id="sgd-weight-decay-only-with-momentum",
+        task="5.3",
+        file="optim/sgd.py",
+        find="                if weight_decay != 0:\n                    grad = grad + weight_decay",
+        replace="                if weight_decay != 0 and momentum != 0:\n"
+                "                    grad = grad + weight_decay",
+        why="weight decay is added only on the momentum path: plain SGD(weight_decay=...) "
+            "ignores it",
     ),
     Mutant(
         id="sgd-nesterov-ignored",
@@ -313,6 +363,31 @@ MUTANTS = [
 """,
         replace="",
         why="random_split accepts lengths that do not add up to the dataset size",
+    ),
+    Mutant(
+        id="split-fractions-unchecked",
+        task="5.6",
+        file="data/dataset.py",
+        find="""            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+""",
+        replace="",
+        why="random_split accepts fractions outside [0, 1] when they add up to 1 "
+            "([1.5, -0.5]: torch refuses with a ValueError)",
+    ),
+    Mutant(
+        id="collate-ragged-numpy-error",
+        task="5.6",
+        file="data/dataloader.py",
+        find="""        shapes = {b.shape for b in batch}
+        if len(shapes) > 1:
+            raise RuntimeError("stack expects each tensor to be equal size, but got "
+                               f"{list(batch[0].shape)} at entry 0 and "
+                               f"{next(list(b.shape) for b in batch if b.shape != elem.shape)}")
+""",
+        replace="",
+        why="tensors of different shapes reach np.stack, whose ValueError is not torch's "
+            "RuntimeError naming the two shapes",
     ),
     Mutant(
         id="split-no-fractions",

@@ -5,8 +5,11 @@ and splitting need not reproduce torch's random stream, so their properties are 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -185,13 +188,46 @@ def test_train_val_test_80_10_10(submission, n):
                  case=f"tt.data.random_split(ds of {n} samples, [0.8, 0.1, 0.1])")
 
 
+def _torch_split_error(n, lengths):
+    try:
+        torch.utils.data.random_split(range(n), lengths)
+    except ValueError as exc:
+        return str(exc)
+    raise AssertionError(f"torch's random_split(range({n}), {lengths}) raised nothing")
+
+
 @task("5.6")
 def test_random_split_errors(submission):
-    """Lengths that do not add up to the dataset size are refused with torch's ValueError."""
-    message = "Sum of input lengths does not equal the length of the input dataset!"
-    for n, lengths in ((10, [3, 3]), (10, [5, 6]), (10, [0.5, 0.4])):
+    """Lengths that do not add up to the dataset size, and fractions that add up to 1 but
+    one of which is outside [0, 1], are refused with torch's ValueError."""
+    for n, lengths in ((10, [3, 3]), (10, [5, 6]), (10, [0.5, 0.4]), (10, [1.5, -0.5]),
+                       (10, [-0.5, 1.5]), (10, [0.5, 1.2, -0.7])):
         got = submission.call("data.split_errors", n, lengths)
         conform(got, RAISED, what="data.split_errors")
         assert_raises_like(got, "ValueError",
                            what=f"random_split(ds of {n} samples, {lengths})",
-                           contains=(message,))
+                           contains=(_torch_split_error(n, lengths),))
+
+
+RAGGED = ([[3], [2]], [[3], [3], [2, 1]], [[2, 3], [3, 2]], [[4], [4], [4], [1]])
+
+
+@task("5.6")
+@pytest.mark.parametrize("shapes", RAGGED, ids=lambda s: "-".join(map(str, s)))
+def test_collate_refuses_unequal_tensors(submission, shapes):
+    """A batch of tensors of different shapes is refused with torch.stack's RuntimeError,
+    naming the first sample's shape and the first shape that differs."""
+    got = submission.call("data.collate_ragged", shapes)
+    conform(got, RAISED, what="data.collate_ragged")
+    batch = [torch.zeros(s) for s in shapes]
+    try:
+        torch.utils.data.default_collate(batch)
+    except RuntimeError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError(f"torch's default_collate of shapes {shapes} raised nothing")
+    # torch ends with "at entry i" for the second shape: its index is not required
+    message = re.sub(r" at entry \d+$", "", message)
+    assert_raises_like(got, "RuntimeError", what="next(iter(loader))", contains=(message,),
+                       case=f"tt.data.DataLoader(a Dataset of tensors of shapes {shapes}, "
+                            f"batch_size={len(shapes)})")

@@ -311,6 +311,24 @@ def test_containers(submission):
                          case="see graders/probes/_modules.py: containers() for the steps")
 
 
+@task("5.1")
+def test_traversals_of_a_module_cycle(submission):
+    """A submodule that keeps a reference to its parent (a registered cycle):
+    named_parameters, named_buffers, named_modules and parameters list each module and
+    tensor once, as PyTorch's (they skip modules already seen), and end."""
+    got = submission.call("modules.cycle")
+    expected = oracle.run("cycle")
+    # an error in a traversal (a RecursionError) is observed as a string: compared below
+    conform(got, {key: Kind(type(value), str) for key, value in expected.items()},
+            what="modules.cycle")
+    for key, value in expected.items():
+        assert_equal(got[key], value, what=key,
+                     case="model = Block(); model.weight = Parameter(ones(2)); "
+                          "model.register_buffer('mean', zeros(2)); model.child = Block(); "
+                          "model.child.bias = Parameter(zeros(3)); model.child.parent = model "
+                          "(see graders/probes/_modules.py: cycle)")
+
+
 _REGISTRATION_ERRORS = {
     "plain tensor to a parameter name": ("as parameter 'weight'",),
     "list to a buffer name": ("as buffer 'mean'",),

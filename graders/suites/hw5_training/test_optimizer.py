@@ -5,6 +5,7 @@ p -= lr * trace) so that this task does not depend on SGD or Adam."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -142,3 +143,62 @@ def test_load_state_dict_errors(submission):
     assert_raises_like(got["sizes"], "ValueError",
                        what="loading groups of sizes [1, 2] into groups of sizes [2, 1]",
                        contains=("doesn't match the size of optimizer's group",))
+
+
+def _torch_load_state_dict_leaves_it():
+    """graders/probes/optim.py: load_state_dict_leaves_it, with torch.optim.Optimizer."""
+
+    def make():
+        return torch.optim.Optimizer([torch.nn.Parameter(torch.zeros(2)) for _ in range(2)],
+                                     {"lr": 0.1})
+
+    def plain(opt):
+        state = opt.state[opt.param_groups[0]["params"][0]]
+        return {k: v.numpy().copy() if isinstance(v, torch.Tensor) else v
+                for k, v in state.items()}
+
+    first = make()
+    state = first.state[first.param_groups[0]["params"][0]]
+    state["count"], state["scale"], state["buf"] = 3, 0.5, torch.ones(2)
+    saved = first.state_dict()
+    second = make()
+    second.load_state_dict(saved)
+    second.param_groups[0]["lr"] = 9.0
+    third = make()
+    third.load_state_dict(saved)
+    return {"loaded": plain(second),
+            "saved params": [type(i).__name__ for i in saved["param_groups"][0]["params"]],
+            "saved lr": saved["param_groups"][0]["lr"], "loaded again": plain(third)}
+
+
+@task("5.2")
+def test_load_state_dict_leaves_the_dict(submission):
+    """load_state_dict keeps state entries that are not tensors (Python numbers) and
+    leaves the dict it loads as it was: its groups still list positions and keep their
+    lr when the loaded optimizer's changes, and it loads again into another optimizer,
+    as in PyTorch."""
+    got = submission.call("optim.load_state_dict_leaves_it")
+    expected = _torch_load_state_dict_leaves_it()
+    case = ("opt = Optimizer([p0, p1], {'lr': 0.1}); opt.state[p0] = {'count': 3, 'scale': "
+            "0.5, 'buf': ones(2)}; sd = opt.state_dict(); opt2.load_state_dict(sd); "
+            "opt2.param_groups[0]['lr'] = 9.0; opt3.load_state_dict(sd) (opt2, opt3: "
+            "Optimizers like opt; see graders/probes/optim.py: load_state_dict_leaves_it)")
+    conform(got, {"loaded": Kind(dict), "saved params": ListOf(Kind(str)), "saved lr": Kind(float),
+                  "load again": RAISED, "loaded again": Kind(None, dict)},
+            what="optim.load_state_dict_leaves_it")
+    for key in ("loaded", "loaded again"):
+        if key == "loaded again":
+            assert_raises_like(got["load again"], None, what="opt3.load_state_dict(sd)",
+                               case=case)
+        assert_equal(sorted(got[key]), sorted(expected[key]), what=f"{key}: state keys of p0",
+                     case=case)
+        for name in ("count", "scale"):
+            assert_equal(got[key][name], expected[key][name],
+                         what=f"{key}: state[{name!r}] of p0", case=case)
+        assert_close(got[key]["buf"], expected[key]["buf"], what=f"{key}: state['buf'] of p0",
+                     case=case)
+    assert_equal(got["saved params"], expected["saved params"],
+                 what="the types in sd['param_groups'][0]['params'] after loading it "
+                      "(positions, not the parameters)", case=case)
+    assert_equal(got["saved lr"], expected["saved lr"],
+                 what="sd['param_groups'][0]['lr'] after opt2's lr was set", case=case)

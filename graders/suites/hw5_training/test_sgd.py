@@ -3,11 +3,14 @@ every step. Gradients are set on ``.grad`` directly."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 
+from graders.checks import assert_close, assert_equal
 from graders.checks.optim import assert_run_matches, assert_state_dtypes, steps_template
-from graders.checks.structure import conform
+from graders.checks.structure import Kind, ListOf, conform
 from graders.oracle import optim as oracle
 from graders.strategies.optim import fixed_run, runs
 from graders.suites._support import examples, task
@@ -19,6 +22,7 @@ CASES = {
     "nesterov": {"lr": 0.1, "momentum": 0.9, "nesterov": True},
     "weight_decay": {"lr": 0.1, "momentum": 0.5, "weight_decay": 0.1},
     "maximize": {"lr": 0.1, "momentum": 0.9, "maximize": True},
+    "weight_decay_one": {"lr": 0.1, "weight_decay": 1.0},
 }
 
 
@@ -60,3 +64,46 @@ def test_state_follows_parameter_dtype(submission):
             assert_state_dtypes(got, oracle.state_dtypes("SGD", options, dtype),
                                 case=f"{name}: SGD([p], {options}) with p and its grads in "
                                      f"{dtype}, two steps")
+
+
+def _torch_grad_written_in_place(options, param, grads):
+    p = torch.nn.Parameter(torch.tensor(param))
+    opt = torch.optim.SGD([p], foreach=False, **options)
+    p.grad = torch.tensor(grads[0])
+    seen = []
+    for i, g in enumerate(grads):
+        if i:
+            p.grad.copy_(torch.tensor(g))
+        opt.step()
+        buf = opt.state[p].get("momentum_buffer")
+        seen.append({"param": p.detach().numpy().copy(),
+                     "momentum_buffer": None if buf is None else buf.numpy().copy(),
+                     "grad": p.grad.numpy().copy()})
+    return seen
+
+
+@task("5.3")
+@pytest.mark.parametrize("name", ["momentum", "nesterov"])
+def test_momentum_buffer_is_not_the_grad(submission, name):
+    """The first step's momentum buffer is a copy of the gradient (torch clones it): a
+    .grad overwritten in place before the next step (backward accumulating into a zeroed
+    grad) does not change the buffer, and step() never writes into .grad."""
+    options = CASES[name]
+    rng = np.random.default_rng(1)
+    param = rng.standard_normal(3).astype(np.float32)
+    grads = [rng.standard_normal(3).astype(np.float32) for _ in range(3)]
+    got = submission.call("optim.steps_grad_written_in_place", "SGD", options, param, grads)
+    expected = _torch_grad_written_in_place(options, param, grads)
+    conform(got, ListOf(Kind(dict)), what="optim.steps_grad_written_in_place")
+    assert_equal(len(got), len(expected), what="number of steps recorded")
+    case = (f"p = Parameter(...); opt = tt.optim.SGD([p], **{options}); p.grad = g0; "
+            "opt.step(); then twice: p.grad.data[...] = g; opt.step() "
+            "(see graders/probes/optim.py: steps_grad_written_in_place)")
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        conform(g, {"param": Kind(np.ndarray), "state": Kind(dict), "grad": Kind(np.ndarray)},
+                what=f"optim.steps_grad_written_in_place, step {i}")
+        assert_close(g["grad"], e["grad"], what=f"p.grad after step {i} (step() must not "
+                     "write into it)", case=case)
+        assert_close(g["state"].get("momentum_buffer"), e["momentum_buffer"],
+                     what=f"state['momentum_buffer'] after step {i}", case=case)
+        assert_close(g["param"], e["param"], what=f"p after step {i}", case=case)
