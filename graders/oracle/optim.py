@@ -165,11 +165,8 @@ def schedule(kind: str, args: dict[str, Any], base_lrs: list[float],
     return {"lrs": lrs, "last_lr": last}
 
 
-def state_dtypes(kind: str, options: dict[str, Any], dtype: str,
-                 as_numpy: bool = False) -> dict[str, Any]:
+def state_dtypes(kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
     """What ``optim.state_dtypes`` observes, with torch (foreach=False)."""
-    if as_numpy:
-        options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
     torch_dtype = getattr(torch, dtype)
     p = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 4, dtype=torch.float64).to(torch_dtype))
     opt = _KINDS[kind]([p], foreach=False, **options)
@@ -178,3 +175,10 @@ def state_dtypes(kind: str, options: dict[str, Any], dtype: str,
         opt.step()
     name = lambda t: str(t.dtype).removeprefix("torch.")  # noqa: E731
     return {"param": name(p), "state": {k: name(v) for k, v in opt.state[p].items()}}
+
+
+def state_dtypes_numpy_options(kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """What ``optim.state_dtypes_numpy_options`` observes: the float options as NumPy
+    float64 scalars."""
+    options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
+    return state_dtypes(kind, options, dtype)

@@ -79,14 +79,10 @@ def steps(tt: Any, kind: str, options: dict[str, Any], groups: list[dict[str, An
 
 
 @probe
-def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str,
-                 as_numpy: bool = False) -> dict[str, Any]:
+def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
     """Two steps of ``tt.optim.<kind>(**options)`` on a parameter of ``dtype`` (float16,
     bfloat16 ...) with gradients of that dtype: the dtype of the parameter and of each
-    state entry afterwards. ``as_numpy``: each float option is a NumPy float64 scalar
-    (as ``np.logspace`` gives; unlike a Python float it promotes arrays to float64)."""
-    if as_numpy:
-        options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
+    state entry afterwards."""
     np_dtype = getattr(tt, dtype).np
     p = tt.nn.Parameter(tt.tensor(np.linspace(-1.0, 1.0, 4).astype(np_dtype)))
     opt = getattr(tt.optim, kind)([p], **options)
@@ -96,6 +92,15 @@ def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str,
     state = opt.state.get(p, {}) if hasattr(opt.state, "get") else {}
     return {"param": _dtype_name(p.data),
             "state": {str(k): _dtype_name(getattr(v, "data", v)) for k, v in state.items()}}
+
+
+@probe
+def state_dtypes_numpy_options(tt: Any, kind: str, options: dict[str, Any],
+                               dtype: str) -> dict[str, Any]:
+    """``state_dtypes`` with each float option a NumPy float64 scalar (as ``np.logspace``
+    gives; unlike a Python float, it promotes the arrays it multiplies to float64)."""
+    options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
+    return state_dtypes(tt, kind, options, dtype)
 
 
 # ----- the Optimizer base class, with a small optimizer of the probe's own -------------

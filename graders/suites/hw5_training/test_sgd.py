@@ -59,8 +59,8 @@ def test_state_dtype_with_numpy_hyperparameters(submission):
         shown = ", ".join(f"{k}=np.float64({v!r})" if isinstance(v, float) else f"{k}={v!r}"
                           for k, v in options.items())
         for dtype in DTYPES:
-            got = submission.call("optim.state_dtypes", "SGD", options, dtype, True)
-            assert_state_dtypes(got, oracle.state_dtypes("SGD", options, dtype, as_numpy=True),
+            got = submission.call("optim.state_dtypes_numpy_options", "SGD", options, dtype)
+            assert_state_dtypes(got, oracle.state_dtypes_numpy_options("SGD", options, dtype),
                                 case=f"{name}: SGD([p], {shown}) with p and its grads in "
                                      f"{dtype}, two steps")
 
