@@ -175,3 +175,10 @@ def state_dtypes(kind: str, options: dict[str, Any], dtype: str) -> dict[str, An
         opt.step()
     name = lambda t: str(t.dtype).removeprefix("torch.")  # noqa: E731
     return {"param": name(p), "state": {k: name(v) for k, v in opt.state[p].items()}}
+
+
+def state_dtypes_numpy_options(kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """What ``optim.state_dtypes_numpy_options`` observes: the float options as NumPy
+    float64 scalars."""
+    options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
+    return state_dtypes(kind, options, dtype)

@@ -112,6 +112,15 @@ def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dic
             "state": {str(k): _dtype_name(getattr(v, "data", v)) for k, v in state.items()}}
 
 
+@probe
+def state_dtypes_numpy_options(tt: Any, kind: str, options: dict[str, Any],
+                               dtype: str) -> dict[str, Any]:
+    """``state_dtypes`` with each float option a NumPy float64 scalar (as ``np.logspace``
+    gives; unlike a Python float, it promotes the arrays it multiplies to float64)."""
+    options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
+    return state_dtypes(tt, kind, options, dtype)
+
+
 # ----- the Optimizer base class, with a small optimizer of the probe's own -------------
 def toy_class(tt: Any) -> type:
     """``Toy``: trace = decay * trace + grad; p -= lr * trace. State: "step" (a float32

@@ -883,3 +883,17 @@ MUTANTS += [
             "5.8-c50803c2e1)",
     ),
 ]
+
+# Survivors of task 5.3 killed (issue 10).
+MUTANTS += [
+    Mutant(
+        id="sgd-momentum-buffer-in-grad-dtype",
+        task="5.3",
+        file="optim/sgd.py",
+        find="np.array(grad, dtype=param.data.dtype, copy=True)",
+        replace="grad.copy()",
+        why="the first momentum buffer keeps the dtype of grad + weight_decay * p: float64 "
+            "for a float32 parameter when the hyperparameters are NumPy float64 scalars "
+            "(mutants 5.3-d1a1f6d190, 5.3-5ab1f41e63)",
+    ),
+]

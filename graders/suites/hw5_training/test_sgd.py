@@ -55,6 +55,21 @@ DTYPES = ["float32", "float64", "float16", "bfloat16"]
 
 
 @task("5.3")
+def test_state_dtype_with_numpy_hyperparameters(submission):
+    """As test_state_follows_parameter_dtype, with every float hyperparameter a NumPy
+    float64 scalar (a sweep over np.logspace gives these): NumPy promotes
+    grad + weight_decay * p to float64 by it, torch keeps the parameter's dtype."""
+    for name, options in STATE_CASES.items():
+        shown = ", ".join(f"{k}=np.float64({v!r})" if isinstance(v, float) else f"{k}={v!r}"
+                          for k, v in options.items())
+        for dtype in DTYPES:
+            got = submission.call("optim.state_dtypes_numpy_options", "SGD", options, dtype)
+            assert_state_dtypes(got, oracle.state_dtypes_numpy_options("SGD", options, dtype),
+                                case=f"{name}: SGD([p], {shown}) with p and its grads in "
+                                     f"{dtype}, two steps")
+
+
+@task("5.3")
 def test_state_follows_parameter_dtype(submission):
     """The momentum buffer has the parameter's dtype (float32 for float32, float64 for
     float64, float16 and bfloat16 for those), and the parameter keeps its dtype."""
