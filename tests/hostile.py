@@ -126,8 +126,9 @@ def attack(cfg: dict[str, Any]) -> None:
 
     def torch_child(exe: str) -> Any:
         def go() -> str:
-            code = ("import importlib.util, sys; s = importlib.util.find_spec('torch'); "
-                    "print('TORCH' if s else 'none'); import torch; print(torch.ones(2).sum())")
+            # torch found is torch used: a folder the worker may see but not enter is an
+            # empty namespace package to find_spec (a world-readable virtual environment)
+            code = "import torch; print('TORCH', float(torch.ones(2).sum()))"
             env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(cfg["site_dirs"]),
                    "LD_LIBRARY_PATH": ":".join(cfg.get("lib_dirs", []))}
             done = subprocess.run([exe, "-c", code], capture_output=True, text=True,

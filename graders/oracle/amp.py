@@ -225,7 +225,7 @@ def errors() -> dict[str, Any]:
     return out
 
 
-def scaler_edges() -> dict[str, Any]:
+def scaler_edges(keys: list[str] | None = None) -> dict[str, Any]:
     """What ``graders.probes.amp.scaler_edges`` observes, in torch."""
     loss = torch.tensor(np.float32(1.0))
     p = torch.nn.Parameter(torch.ones(2))
@@ -245,7 +245,7 @@ def scaler_edges() -> dict[str, Any]:
     out["requires_grad"] = _raised(lambda: scaler.update(torch.tensor(2.0, requires_grad=True)))
     out["zero_dim"] = _raised(lambda: scaler.update(torch.tensor(16.0)))
     out["scale"] = scaler.get_scale()
-    return out
+    return out if keys is None else {k: out[k] for k in keys}
 
 
 def disabled() -> dict[str, Any]:
