@@ -208,6 +208,18 @@ def test_retain_grad_misuse(submission):
                  case=case)
 
 
+class _TorchZero(torch.autograd.Function):
+    """The probes' Zero in torch: zeros forward, a backward that returns None."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return torch.zeros_like(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
 @task("1.4")
 @settings(max_examples=examples(3))
 @given(x=vectors)
@@ -219,21 +231,12 @@ def test_hooks_on_tensors_that_get_no_gradient(submission, x):
     assert_conforms(got, {"backward": _RAISED, "x_grad_is_none": True, "w_grad": None},
                     what="the observation")
 
-    class Zero(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return torch.zeros_like(a)
-
-        @staticmethod
-        def backward(ctx, g):
-            return None
-
     t, w = torch.tensor(x, requires_grad=True), torch.ones(len(x), dtype=torch.float64,
                                                            requires_grad=True)
     t.register_hook(lambda g: None)
     mid = torch.sin(t)
     mid.register_hook(lambda g: None)
-    (Zero.apply(mid) + 2.0 * w).sum().backward()
+    (_TorchZero.apply(mid) + 2.0 * w).sum().backward()
     case = (f"x = {literal(x)} and mid = sin(x), each with a hook; w = ones; "
             "(zero(mid) + 2 * w).sum().backward(), zero's backward returning None")
     assert_raises_like(got["backward"], None, what="backward", case=case)
@@ -255,15 +258,6 @@ def test_retain_grad_with_nothing_to_keep(submission, x):
                           "second_grad": x, "x_grad": x, "dropped": _RAISED,
                           "dropped_x_grad": x}, what="the observation")
 
-    class Zero(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return torch.zeros_like(a)
-
-        @staticmethod
-        def backward(ctx, g):
-            return None
-
     class SinCos(torch.autograd.Function):
         @staticmethod
         def forward(ctx, a):
@@ -279,7 +273,7 @@ def test_retain_grad_with_nothing_to_keep(submission, x):
                                                            requires_grad=True)
     mid = torch.sin(t)
     mid.retain_grad()
-    (Zero.apply(mid) + 2.0 * w).sum().backward()
+    (_TorchZero.apply(mid) + 2.0 * w).sum().backward()
     case = (f"x = {literal(x)}; mid = Sin(x); mid.retain_grad(); w = ones; "
             "Sum(Add(Zero(mid), Scale(w, 2))).backward(), the grader's own Functions (Zero's "
             "backward returns None)")

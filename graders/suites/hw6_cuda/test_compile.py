@@ -36,9 +36,9 @@ def task_requests(task_id: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
     return batch([r for k in COMPILED if k.task == task_id for r in k.compile_requests()])
 
 
-@pytest.mark.parametrize("info", PARAMS)
-def test_compiles_for_sm90(submission, info):
-    """The kernel compiles for sm_90 (and uses tensor cores where it must)."""
+def _compile_and_check(submission: Any, info: Any) -> None:
+    """Compile the task's builds (once per task: the worker remembers them) and check
+    ``info``'s."""
     need_triton(submission)
     requests, index = task_requests(info.task)
     results = submission.call("cuda.compile_sm90", requests, timeout=COMPILE_TIMEOUT)
@@ -46,6 +46,12 @@ def test_compiles_for_sm90(submission, info):
         raise AssertionError(f"compiling {info.name}: malformed answer: expected "
                              f"{len(requests)} results")
     check_compile(info, results, index)
+
+
+@pytest.mark.parametrize("info", PARAMS)
+def test_compiles_for_sm90(submission, info):
+    """The kernel compiles for sm_90 (and uses tensor cores where it must)."""
+    _compile_and_check(submission, info)
 
 
 @task("6.5")
@@ -53,10 +59,4 @@ def test_compiles_for_sm90(submission, info):
 def test_attention_backward_float32_without_tf32(submission, info):
     """The float32 build of an attention backward kernel compiles for sm_90 without TF32
     tensor-core instructions."""
-    need_triton(submission)
-    requests, index = task_requests(info.task)
-    results = submission.call("cuda.compile_sm90", requests, timeout=COMPILE_TIMEOUT)
-    if not isinstance(results, list) or len(results) != len(requests):
-        raise AssertionError(f"compiling {info.name}: malformed answer: expected "
-                             f"{len(requests)} results")
-    check_compile(info, results, index)
+    _compile_and_check(submission, info)
