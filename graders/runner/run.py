@@ -14,6 +14,7 @@ from ..harness.sandbox import Limits as SandboxLimits
 from ..harness.sandbox import Sandbox
 from ..rubric import Limits as RubricLimits
 from ..rubric import Rubric, Task
+from ..suites._seed import set_grading_seed
 from .hypothesis_budget import HypothesisBudget
 from .plugin import GradingPlugin
 from .results import TestResult
@@ -85,6 +86,7 @@ def run_suites(
             os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = scratch
             os.environ["TINYTRAIN_GRADER_PROFILE"] = profile
             os.environ["TINYTRAIN_GRADER_SHRINK"] = "1" if shrink else "0"
+            set_grading_seed(seed)
             args = [
                 *suite_folders({t.assignment for t in tasks}),
                 "-c", str(SUITES_DIR / "pytest.ini"),
