@@ -173,6 +173,13 @@ def prepare_sandbox() -> int:
               f"({size:.0f} MB of files, interpreter {env.python}) in "
               f"{time.perf_counter() - start:.1f} s")
         if sandbox_module.is_root():
+            repaired = sandbox_module.repair_env(env.path)
+            if repaired:
+                print(f"worker environment: {len(repaired)} files the worker user could no "
+                      "longer read were given private copies")
+            sandbox_module.check_imports(user, env)
+            print(f"worker user {user.name} imported every worker module (the grader's "
+                  f"sealed, then {', '.join(sandbox_module.worker_modules(env))})")
             paths = sandbox_module.sensitive_paths()
             locked = sandbox_module.lock_down(user, env, paths)
             print("made unreadable to the worker user: " + (", ".join(locked) or "nothing needed it"))

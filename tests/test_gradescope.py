@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -25,6 +26,7 @@ from filelock import FileLock
 
 from graders import rubric
 from graders.deploy.autograder_zip import build
+from graders.harness import sandbox
 from graders.report import Score, TaskScore
 from graders.report.gradescope import results_json
 from graders.runner.results import TestResult
@@ -141,7 +143,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                   capture_output=True, text=True, timeout=1500)
             assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
             done.write_text(json.dumps({"seconds": time.monotonic() - start,
-                                        "stdout": proc.stdout[-2000:]}))
+                                        "stdout": proc.stdout[-8000:]}))
     return {"root": shared / "autograder", "env": shared / "opt" / "tinytrain-grader",
             "log": done}
 
@@ -204,6 +206,21 @@ def test_setup_installs_the_grader_for_root_alone(installed):
                            capture_output=True, text=True, env=_clean_env(), cwd="/")
     assert torch.stdout.startswith("2.13.0"), torch.stdout + torch.stderr
     print(f"setup.sh took {json.loads(installed['log'].read_text())['seconds']:.0f} s")
+
+
+def test_setup_builds_a_worker_environment_the_worker_user_can_read(installed):
+    """--prepare-sandbox after the chmod -R go-rwx: a worker environment of its own (built
+    from this install, not one cached from another), no inode shared with a file the
+    worker user cannot read, every worker module imported as the worker user."""
+    printed = json.loads(installed["log"].read_text())["stdout"]
+    found = re.search(r"worker environment (\S+): built", printed)
+    assert found, printed
+    assert "imported every worker module" in printed, printed
+    for path in Path(found.group(1)).rglob("*"):
+        info = path.lstat()
+        if stat.S_ISREG(info.st_mode):
+            assert sandbox.shareable(info) or info.st_nlink == 1, path
+            assert info.st_mode & 0o004, path
 
 
 def test_reference_one_folder_down_gets_full_marks(installed, tmp_path):
