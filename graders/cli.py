@@ -287,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     score = build_score(str(submission), tasks, results, duration=time.perf_counter() - start,
                         **common)
     score.environment["sandbox"] = box.describe() if box is not None else "none (in-process)"
+    if box is not None and box.given_restored:
+        score.environment["given_files_restored"] = ", ".join(box.given_restored)
     failures = _write(out, score, box)
     print(render(score, verbose=args.verbose))
     if args.profile == "quick":

@@ -262,14 +262,15 @@ def test_appending_to_run_autograder_while_it_runs_does_nothing(installed, tmp_p
     submission appends to it is never run."""
     marker = tmp_path / "appended-line-ran"
     script = tmp_path / "autograder" / "run_autograder"
-    init = (REFERENCE / "tinytrain" / "__init__.py").read_text() + (
+    hook = (REFERENCE / "tinytrain" / "ops" / "arithmetic.py").read_text() + (
         "\ntry:\n"
         f"    with open({str(script)!r}, 'a') as _f:\n"
         f"        _f.write('\\ntouch {marker}\\n')\n"
         "except OSError:\n"
         "    pass\n")
     upload = {"tinytrain": REFERENCE / "tinytrain"}
-    results, _, _ = run_autograder(installed, tmp_path, {**upload, "tinytrain/__init__.py": init})
+    results, _, _ = run_autograder(installed, tmp_path,
+                                   {**upload, "tinytrain/ops/arithmetic.py": hook})
     assert not marker.exists()
     assert results["score"] == RUBRIC.task(TASK).points
 
@@ -282,12 +283,12 @@ def _hardened(installed: dict[str, Path]) -> bool:
 
 
 def test_unimportable_upload_is_graded_in_seconds(installed, tmp_path):
-    """A syntax error in tinytrain/__init__.py, the whole rubric, through run_autograder:
+    """A syntax error in a file ``import tinytrain`` runs, the whole rubric, through run_autograder:
     every test fails with the reason, within IMPORT_ERROR_SECONDS."""
     if not _hardened(installed):
         pytest.skip("needs the hardened runner (import failures remembered): "
                     "this grader has no --budget")
-    upload = {"tinytrain/__init__.py": "def broken(:\n"}
+    upload = {"tinytrain": TEMPLATE / "tinytrain", "tinytrain/ops/arithmetic.py": "def broken(:\n"}
     results, _, elapsed = run_autograder(installed, tmp_path, upload, tasks=None)
     assert results["score"] == 0
     assert len(results["tests"]) > 100

@@ -86,7 +86,8 @@ def test_syntax_error_gives_zero_with_the_reason(tmp_path):
 
 
 def test_importing_torch_is_refused(tmp_path):
-    submission = broken(tmp_path / "sub", ("__init__.py", '"""tinytrain:', 'import torch\n"""tinytrain:'))
+    submission = broken(tmp_path / "sub", ("ops/arithmetic.py", '"""Elementwise arithmetic',
+                                           'import torch\n"""Elementwise arithmetic'))
     score = grade(submission, tmp_path / "out", "--tasks", "1.1")
     assert score["score"] == 0
     message = score["tasks"][0]["tests"][0]["message"]

@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from . import pristine
+
 GRADERS_DIR = Path(__file__).resolve().parents[1]  # the grader's own package folder
 STATE_ROOT = Path("/var/lib/tinytrain-grader")
 DEFAULT_USER = "tinytrain-worker"
@@ -1045,6 +1047,7 @@ class Sandbox:
         self._count = 0
         self._out_mode: tuple[int, int, int] | None = None
         self._scan: WritableScan | None = None
+        self.given_restored: list[str] = []
 
     # ----- setting up
     def open(self) -> Sandbox:
@@ -1108,6 +1111,13 @@ class Sandbox:
         package = self.submission / "tinytrain"
         if package.is_dir():
             _copy_package(package, self.staged / "tinytrain", owner=None)
+            self.given_restored = pristine.restore(self.staged)
+            if self.given_restored:
+                shown = ", ".join(self.given_restored[:5])
+                more = len(self.given_restored) - 5
+                log(f"sandbox: {len(self.given_restored)} given files (no homework region) "
+                    f"differed from the framework's and were put back: {shown}"
+                    + (f" and {more} more" if more > 0 else ""))
 
     def describe(self) -> str:
         """One line for score.json's environment: who ran the worker, with what."""
