@@ -45,6 +45,23 @@ def test_restore_puts_back_changed_and_missing_files(tmp_path):
     assert pristine.restore(tmp_path / "nothing-here") == []
 
 
+def test_a_package_that_hides_a_given_module_is_removed(tmp_path):
+    """``collectives/trace/__init__.py`` beside the given ``trace.py`` is what ``import``
+    finds first; an extension module too, which the submission check refuses."""
+    shutil.copytree(TEMPLATE / "tinytrain", tmp_path / "tinytrain")
+    hidden = tmp_path / "tinytrain" / "distributed" / "collectives" / "trace"
+    hidden.mkdir()
+    (hidden / "__init__.py").write_text("FORGED = True\n")
+    changed = pristine.restore(tmp_path)
+    assert changed == ["tinytrain/distributed/collectives/trace/ (removed: it hid "
+                       "tinytrain/distributed/collectives/trace.py)"]
+    assert not hidden.exists()
+    from graders.harness import sandbox
+
+    (tmp_path / "tinytrain" / "nn" / "container.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    assert "compiled extension module" in sandbox.check_submission(tmp_path)
+
+
 def test_a_sabotaged_given_file_grades_as_the_framework(tmp_path):
     """The reference with a given file that raises on import and one deleted: graded as
     the reference (full marks), and the score says which files were put back."""

@@ -801,6 +801,7 @@ def env_size(path: Path) -> int:
 
 # ----- the submission --------------------------------------------------------------------
 
+COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
 MAX_SUBMISSION_BYTES = 256 << 20
 MAX_SUBMISSION_FILES = 20000
 
@@ -826,6 +827,11 @@ def check_submission(submission: Path) -> str | None:
             todo.extend(entry.path for entry in os.scandir(path))
         elif not stat.S_ISREG(st.st_mode):
             return f"{rel} is not a regular file or folder"
+        elif path.endswith(COMPILED_SUFFIXES):
+            # Python imports an extension module before a .py of the same name: compiled
+            # code no one can read, in place of a given file
+            return (f"{rel} is a compiled extension module: submissions must hold Python "
+                    "source only")
         elif st.st_nlink != 1:
             # another name of the same file may be one the worker user must not read
             return (f"{rel} is a hard link (one of {st.st_nlink} names of the same file): "
