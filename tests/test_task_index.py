@@ -3,7 +3,9 @@ says for tasks checked by hand, and ``tinytrain-grade --explain`` prints one ent
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -52,6 +54,7 @@ def test_entries_for_26_and_62_name_their_files():
     assert "`cuda.launch`" in entry and "`cuda.compile_sm90`" in entry
     assert "`reference/tinytrain/cuda/softmax.py`" in entry
     assert "`cuda-softmax-unstable`" in entry  # listed by MUTANTS += [...]
+    assert "`cuda.softmax`" in entry  # oracle, reached from the kernel table's entry
 
 
 def test_explain_prints_the_entry_and_rejects_an_unknown_task(tmp_path):
@@ -66,3 +69,46 @@ def test_explain_prints_the_entry_and_rejects_an_unknown_task(tmp_path):
     assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
     assert "unknown task '9.9'" in proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+COLLECT = r"""
+import json, sys
+import pytest
+
+class Markers:
+    def __init__(self):
+        self.found = []
+
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            marker = item.get_closest_marker("task")
+            file, _, rest = item.nodeid.partition("::")
+            self.found.append([marker.args[0] if marker else None, file, rest.split("[")[0]])
+
+markers = Markers()
+code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-c",
+                    "graders/suites/pytest.ini", "--rootdir", ".", "graders/suites"],
+                   plugins=[markers])
+print(json.dumps(markers.found))
+sys.exit(code)
+"""
+
+
+def test_index_lists_the_test_functions_pytest_collects_for_each_task():
+    """The index reads markers by ast; pytest, collecting the suites, must find the same test
+    functions for every task (parameters aside)."""
+    proc = subprocess.run([sys.executable, "-c", COLLECT], cwd=ROOT, capture_output=True,
+                          text=True, env=ENV)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    collected: dict[str | None, set[tuple[str, str]]] = {}
+    for task_id, file, function in json.loads(proc.stdout.strip().splitlines()[-1]):
+        collected.setdefault(task_id, set()).add((file, function))
+    assert None not in collected  # every collected test has a task
+    for task_id, entry in task_index.entries().items():
+        listed = set()
+        for line in entry.splitlines():
+            found = re.match(r"  - `([^`]+)`: (.*)", line)
+            if found:
+                listed |= {(found.group(1), part.split("`")[1])
+                           for part in found.group(2).split("; ")}
+        assert listed == collected.get(task_id, set()), task_id

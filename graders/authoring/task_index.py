@@ -106,6 +106,7 @@ class Source:
     def __init__(self) -> None:
         self.modules = {m.name: m for m in map(_load, sorted(GRADERS.rglob("*.py")))}
         self.probes = self._probes()
+        self.entry_nodes: dict[tuple[str, str], tuple[Module, ast.Call]] = {}
         self.entries = self._entries()
 
     def _probes(self) -> set[str]:
@@ -159,6 +160,7 @@ class Source:
                         and kw["differentiable"].value is False):
                     given.add("differentiable")
                 if task_id:
+                    self.entry_nodes[(node.func.id, name.value)] = (module, node)
                     entries[node.func.id].append(
                         (name.value, task_id, _rel(module.path), frozenset(given)))
         return entries
@@ -243,6 +245,24 @@ def _marker_tasks(decorators: list[ast.expr]) -> set[str]:
     return tasks
 
 
+def _param_tasks(source: Source, module: Module, fn: ast.FunctionDef) -> set[str]:
+    """Tasks given as constants in a parametrized test's marks (``marks=task("4.1")``)."""
+    found = set()
+    for d in fn.decorator_list:
+        if isinstance(d, ast.Call) and ast.unparse(d.func).endswith("parametrize"):
+            for arg in d.args[1:]:
+                nodes: list[ast.AST] = [arg]
+                if isinstance(arg, ast.Name) and arg.id in module.assigns:
+                    nodes = [module.assigns[arg.id]]
+                if isinstance(arg, ast.Call):
+                    found_fn = source.function(source.resolve(module, arg.func) or "")
+                    if found_fn:
+                        nodes.append(found_fn[1])
+                for node in nodes:
+                    found |= _marker_tasks([n for n in ast.walk(node) if isinstance(n, ast.Call)])
+    return found
+
+
 def _table_driven(source: Source, module: Module, fn: ast.FunctionDef) -> str | None:
     """The table a parametrized test's marks come from (``marks=task(x.task)``), if any."""
     for d in fn.decorator_list:
@@ -304,8 +324,8 @@ def _tests(source: Source) -> list[Test]:
             table = _table_driven(source, owner, fn)
             if assignment is not None:
                 table = f"{table}@{assignment}"
-            tests.append(Test(_rel(module.path), fn.name, _marker_tasks(fn.decorator_list),
-                              table, reach))
+            tasks = _marker_tasks(fn.decorator_list) | _param_tasks(source, owner, fn)
+            tests.append(Test(_rel(module.path), fn.name, tasks, table, reach))
     return tests
 
 
@@ -370,6 +390,8 @@ def _entries() -> tuple[tuple[str, str], ...]:
         oracle: set[str] = set()
         for test in tests:
             how = ""
+            reach = Reach(set(test.reach.strings), set(test.reach.prefixes),
+                          set(test.reach.oracle), set(test.reach.tables))
             if task.id in test.tasks:
                 pass
             elif test.table:
@@ -381,12 +403,18 @@ def _entries() -> tuple[tuple[str, str], ...]:
                          source.entries.get(cls, []) if t == task.id and set(attrs) <= given]
                 if not names:
                     continue
+                # what the entries themselves reach: their case strategies, checks, oracles
+                for cls in tables.split(","):
+                    for n in names:
+                        if (cls, n) in source.entry_nodes:
+                            module, node = source.entry_nodes[(cls, n)]
+                            _reach(source, module, [node], reach, set())
                 how = " for " + ", ".join(f"`{n}`" for n in sorted(set(names)))
             else:
                 continue
             mine.append((test.file, test.name, how))
-            probes |= _probes(source, test.reach)
-            oracle |= {o for o in test.reach.oracle if not o.rsplit(".", 1)[-1].startswith("_")}
+            probes |= _probes(source, reach)
+            oracle |= {o for o in reach.oracle if not o.rsplit(".", 1)[-1].startswith("_")}
         lines.append(f"- **Tests** ({len(mine)} functions):")
         for file in sorted({f for f, _, _ in mine}):
             listed = [f"`{name}`{how}" for f, name, how in mine if f == file]
