@@ -198,9 +198,16 @@ def prepare_sandbox() -> int:
 
 
 def explain(task_id: str) -> int:
-    """``--explain TASK``: the task's entry of the task index (``docs/tasks.md``)."""
-    from graders.authoring import task_index
-
+    """``--explain TASK``: the task's entry of the task index (``docs/tasks.md``), read
+    from a checkout (an installed grader has no reference/ or tests/mutants/)."""
+    try:
+        from graders.authoring import task_index
+    except ImportError:  # the Gradescope zip leaves graders/authoring out
+        task_index = None
+    if task_index is None or not task_index.in_checkout():
+        print("tinytrain-grade: error: --explain reads the project's source (reference/, "
+              "tests/mutants/): run it from a checkout", file=sys.stderr)
+        return EXIT_USAGE
     entry = task_index.explain(task_id)
     if entry is None:
         known = ", ".join(t.id for t in rubric_module.load().tasks)

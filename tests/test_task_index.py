@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -112,3 +113,16 @@ def test_index_lists_the_test_functions_pytest_collects_for_each_task():
                 listed |= {(found.group(1), part.split("`")[1])
                            for part in found.group(2).split("; ")}
         assert listed == collected.get(task_id, set()), task_id
+
+
+def test_explain_outside_a_checkout_is_a_one_line_error(tmp_path):
+    """An installed grader (the wheel, the Gradescope zip) has graders/ without reference/
+    and tests/mutants/: --explain says it needs a checkout."""
+    shutil.copytree(ROOT / "graders", tmp_path / "graders",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    proc = subprocess.run([sys.executable, "-m", "graders.cli", "--explain", "2.6"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 2
+    assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+    assert "run it from a checkout" in proc.stderr

@@ -452,6 +452,12 @@ known-wrong variants. `tinytrain-grade --explain TASK` prints one entry. How the
 """
 
 
+def in_checkout() -> bool:
+    """Whether the source the index is read from is here (a checkout, not an install)."""
+    return all((ROOT / part).is_dir() for part in ("reference/tinytrain", "tests/mutants",
+                                                  "graders/suites"))
+
+
 def render() -> str:
     return HEADER + "\n".join(entries().values())
 
