@@ -108,7 +108,7 @@ def test_index_lists_the_test_functions_pytest_collects_for_each_task():
     for task_id, entry in task_index.entries().items():
         listed = set()
         for line in entry.splitlines():
-            found = re.match(r"  - `([^`]+)`: (.*)", line)
+            found = re.match(r"  - `([^`]+)`(?: \(written in `[^`]+`\))?: (.*)", line)
             if found:
                 listed |= {(found.group(1), part.split("`")[1])
                            for part in found.group(2).split("; ")}

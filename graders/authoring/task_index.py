@@ -228,11 +228,12 @@ def _reach(source: Source, module: Module, nodes: list[ast.AST], reach: Reach,
 
 @dataclass
 class Test:
-    file: str
+    file: str  # where pytest collects it
     name: str
     tasks: set[str]  # direct markers
     table: str | None  # table-driven: the table class its entries come from
     reach: Reach
+    defined_in: str = ""  # where its function is written, when elsewhere (generated checks)
 
 
 def _marker_tasks(decorators: list[ast.expr]) -> set[str]:
@@ -325,7 +326,8 @@ def _tests(source: Source) -> list[Test]:
             if assignment is not None:
                 table = f"{table}@{assignment}"
             tasks = _marker_tasks(fn.decorator_list) | _param_tasks(source, owner, fn)
-            tests.append(Test(_rel(module.path), fn.name, tasks, table, reach))
+            tests.append(Test(_rel(module.path), fn.name, tasks, table, reach,
+                              "" if owner is module else _rel(owner.path)))
     return tests
 
 
@@ -385,7 +387,7 @@ def _entries() -> tuple[tuple[str, str], ...]:
         lines = [f"## {task.id} {task.title}", "",
                  f"{task.points:g} points, {task.visibility}"
                  + (", integration (runs the whole stack)" if task.integration else "") + ".", ""]
-        mine: list[tuple[str, str, str]] = []  # (file, test, how)
+        mine: list[tuple[str, str, str, str]] = []  # (file, test, how, defined in)
         probes: set[str] = set()
         oracle: set[str] = set()
         for test in tests:
@@ -412,13 +414,14 @@ def _entries() -> tuple[tuple[str, str], ...]:
                 how = " for " + ", ".join(f"`{n}`" for n in sorted(set(names)))
             else:
                 continue
-            mine.append((test.file, test.name, how))
+            mine.append((test.file, test.name, how, test.defined_in))
             probes |= _probes(source, reach)
             oracle |= {o for o in reach.oracle if not o.rsplit(".", 1)[-1].startswith("_")}
         lines.append(f"- **Tests** ({len(mine)} functions):")
-        for file in sorted({f for f, _, _ in mine}):
-            listed = [f"`{name}`{how}" for f, name, how in mine if f == file]
-            lines.append(f"  - `{file}`: " + "; ".join(listed))
+        for file, defined in sorted({(f, d) for f, _, _, d in mine}):
+            listed = [f"`{name}`{how}" for f, name, how, d in mine if (f, d) == (file, defined)]
+            where = f" (written in `{defined}`)" if defined else ""
+            lines.append(f"  - `{file}`{where}: " + "; ".join(listed))
         tables = sorted({f for cls in TABLE_CLASSES for n, t, f, _ in source.entries[cls]
                          if t == task.id})
         if tables:
