@@ -103,8 +103,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="create the worker user (as root) and build the worker "
                              "environment, then exit (for an image's set-up step)")
     parser.add_argument("--verbose", action="store_true", help="show every failing test")
+    parser.add_argument("--explain", metavar="TASK",
+                        help="print where a task is graded (its tests, probes, oracle "
+                             "functions, solution files, mutants: docs/tasks.md), then exit")
     args = parser.parse_args(argv)
-    if args.submission is None and not args.prepare_sandbox:
+    if args.submission is None and not args.prepare_sandbox and args.explain is None:
         parser.error("the following arguments are required: submission")
     return args
 
@@ -194,8 +197,31 @@ def prepare_sandbox() -> int:
     return EXIT_GRADED
 
 
+def explain(task_id: str) -> int:
+    """``--explain TASK``: the task's entry of the task index (``docs/tasks.md``), read
+    from a checkout (an installed grader has no reference/ or tests/mutants/)."""
+    try:
+        from graders.authoring import task_index
+    except ImportError:  # the Gradescope zip leaves graders/authoring out
+        task_index = None
+    if task_index is None or not task_index.in_checkout():
+        print("tinytrain-grade: error: --explain reads the project's source (reference/, "
+              "tests/mutants/): run it from a checkout", file=sys.stderr)
+        return EXIT_USAGE
+    entry = task_index.explain(task_id)
+    if entry is None:
+        known = ", ".join(t.id for t in rubric_module.load().tasks)
+        print(f"tinytrain-grade: error: unknown task {task_id!r} (known tasks: {known})",
+              file=sys.stderr)
+        return EXIT_USAGE
+    print(entry, end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.explain is not None:
+        return explain(args.explain)
     if args.prepare_sandbox:
         return prepare_sandbox()
     started = time.monotonic()
