@@ -107,3 +107,12 @@ def test_an_unknown_benchmark_is_a_usage_error(tmp_path: Any) -> None:
     proc = subprocess.run([sys.executable, str(BENCH), "--dry-run", "--kernels", "matmull"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "unknown benchmark(s) matmull" in proc.stderr
+
+
+def test_require_gpu_fails_where_there_is_none() -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    proc = subprocess.run([sys.executable, str(BENCH), "--require-gpu", "--kernels", "adam"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "nothing measured" in proc.stdout

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,11 +32,22 @@ _RUNS: dict[str, dict[str, Any]] = {}
 
 
 def _gpu() -> bool:
-    cupy = pytest.importorskip("cupy")
+    """Whether CuPy sees a GPU. TINYTRAIN_REQUIRE_GPU=1 (scripts/gpu_check.sh on a GPU
+    machine) turns a skip into a failure: there the native half must run."""
+    required = os.environ.get("TINYTRAIN_REQUIRE_GPU") == "1"
     try:
-        return cupy.cuda.runtime.getDeviceCount() > 0
+        import cupy
+    except ImportError:
+        if required:
+            pytest.fail("TINYTRAIN_REQUIRE_GPU=1 and CuPy is not importable")
+        pytest.skip("could not import 'cupy'")
+    try:
+        found = cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # noqa: BLE001 - no driver, no device
-        return False
+        found = False
+    if required and not found:
+        pytest.fail("TINYTRAIN_REQUIRE_GPU=1 and CuPy sees no GPU")
+    return found
 
 
 def _run(kind: str) -> dict[str, Any]:
@@ -103,3 +115,20 @@ def test_the_worker_path_never_imports_torch_or_cupy_under_the_interpreter() -> 
                           text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[-2:] == ["False", "False"]
+
+
+def test_require_gpu_turns_the_native_skip_into_a_failure() -> None:
+    if os.environ.get("TINYTRAIN_REQUIRE_GPU") == "1":
+        pytest.skip("already required")
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is here")
+    except ImportError:
+        pass
+    env = dict(os.environ, TINYTRAIN_REQUIRE_GPU="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(Path(__file__)), "-q",
+                           "-p", "no:benchmark", "-p", "no:cacheprovider",
+                           "-k", "test_cupy_allocator and allocate_shape"],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=str(ROOT))
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "1 failed" in proc.stdout and "CuPy is not importable" in proc.stdout
