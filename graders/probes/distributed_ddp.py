@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import probe
-from .distributed_common import grads, mlp, run_world, sgd, values
+from .distributed_common import grads, mark, mlp, run_world, sgd, values
 from .gpt import _at
 
 
@@ -41,7 +41,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         params = [_at(model, name) for name in names]
         for name, p in zip(names, params, strict=True):  # before DDP's: they run first
             p.register_post_accumulate_grad_hook(
-                lambda _p, name=name: dist.record_event("grad_ready", name=name))
+                lambda _p, name=name: mark("grad_ready", name=name))
         group = None
         if spec.get("groups") is not None:
             made = [dist.new_group(list(g)) for g in spec["groups"]]
@@ -51,11 +51,11 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         initial = values(model, names)
         losses, step_grads, step_params = [], [], []
         for step, micro_batches in enumerate(spec["batches"]):
-            dist.record_event("step", step=step)
+            mark("step", step=step)
             for m, per_rank in enumerate(micro_batches):
                 x, y = per_rank[rank]
                 last = m == len(micro_batches) - 1
-                dist.record_event("backward", step=step, micro=m, sync=last)
+                mark("backward", step=step, micro=m, sync=last)
                 if last:
                     loss = tt.nn.functional.mse_loss(ddp(tt.tensor(x)), tt.tensor(y))
                     loss.backward()
@@ -70,7 +70,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         return {"initial": initial, "losses": np.array(losses), "grads": step_grads,
                 "params": step_params}
 
-    results, trace = run_world(tt, spec["world"], rank_main)
+    results, trace = run_world(tt, spec["world"], rank_main, processes=spec.get("processes", False))
     for result, events in zip(results, trace, strict=True):
         result["trace"] = events
     return {"ranks": results}
