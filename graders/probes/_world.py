@@ -192,6 +192,8 @@ class _Hub:
 
     def handle(self, rank: int, msg: dict[str, Any], exc: BaseException | None = None) -> None:
         kind = msg.get("t")
+        if kind == "where":  # a late answer to a hang's stack request
+            return
         if kind == "blocked":
             # a result already on its way (delivered before this message was read) wakes it
             if self.status[rank] == "running" and (rank, str(msg.get("key"))) not in self._delivered:
@@ -774,6 +776,19 @@ def _rank_main(rank: _Rank, fn: Callable[[int], Any]) -> dict[str, Any]:
         _LOCAL.rank = None
 
 
+def _stack(frame: Any) -> str:
+    """``; it was at (innermost first): ...``: the frames of ``frame``'s stack outside the
+    graders and threading."""
+    if frame is None:
+        return ""
+    stack = [f for f in traceback.extract_stack(frame) if "threading.py" not in f.filename
+             and os.sep + "graders" + os.sep not in f.filename]
+    if not stack:
+        return ""
+    lines = [f"{f.filename}:{f.lineno} in {f.name}" for f in stack[-4:]]
+    return "; it was at (innermost first): " + " <- ".join(reversed(lines))
+
+
 def _run_threads(hub: _Hub, world: int, fn: Callable[[int], Any], timeout: float) -> None:
     up: queue.Queue = queue.Queue()
     inboxes = [queue.Queue() for _ in range(world)]
@@ -805,13 +820,7 @@ def _run_threads(hub: _Hub, world: int, fn: Callable[[int], Any], timeout: float
             return None
 
     def where(r: int) -> str:
-        frame = sys._current_frames().get(threads[r].ident or -1)
-        if frame is None:
-            return ""
-        stack = [f for f in traceback.extract_stack(frame) if "threading.py" not in f.filename
-                 and os.sep + "graders" + os.sep not in f.filename]
-        lines = [f"{f.filename}:{f.lineno} in {f.name}" for f in stack[-4:]]
-        return "; it was at (innermost first): " + " <- ".join(reversed(lines))
+        return _stack(sys._current_frames().get(threads[r].ident or -1))
 
     stop = _serve(hub, get, lambda r, msg: inboxes[r].put(msg), timeout, where)
     if stop:
@@ -891,7 +900,23 @@ def _run_processes(hub: _Hub, world: int, fn: Callable[[int], Any], timeout: flo
             with contextlib.suppress(OSError):
                 protocol.write_message(children[r][2], msg)
 
-        stop = _serve(hub, get, deliver, timeout, lambda r: "")
+        def where(r: int) -> str:
+            """Where hung rank ``r`` is: its SIGUSR2 handler sends its stack."""
+            with contextlib.suppress(OSError):
+                os.kill(children[r][0], signal.SIGUSR2)
+            deadline = time.monotonic() + 0.5
+            fd = children[r][1]
+            while fd not in closed and select.select([fd], [], [], max(
+                    0.0, deadline - time.monotonic()))[0]:
+                try:
+                    msg = protocol.read_message(fd)
+                except (EOFError, protocol.ProtocolError, OSError, ValueError):
+                    return ""
+                if msg.get("t") == "where":
+                    return str(msg.get("text", ""))[:2000]
+            return ""
+
+        stop = _serve(hub, get, deliver, timeout, where)
         for r in stop:
             with contextlib.suppress(OSError):
                 os.kill(children[r][0], signal.SIGKILL)
@@ -928,6 +953,11 @@ def _child(r: int, world: int, fn: Callable[[int], Any], down_r: int, up_w: int)
         return protocol.read_message(down_r)
 
     rank = _Rank(r, world, lambda msg: protocol.write_message(up_w, msg), take, "mpi")
+
+    def report_where(signum: int, frame: Any) -> None:
+        protocol.write_message(up_w, {"t": "where", "text": _stack(frame)})
+
+    signal.signal(signal.SIGUSR2, report_where)
     outcome = _rank_main(rank, fn)
     outcome.pop("exc", None)
     try:
