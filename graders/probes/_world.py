@@ -857,11 +857,7 @@ def _run_processes(hub: _Hub, world: int, fn: Callable[[int], Any], timeout: flo
             if pid == 0:  # the rank: never returns into the worker
                 code = 1
                 try:
-                    for _, other_r, other_w in children:
-                        os.close(other_r)
-                        os.close(other_w)
-                    os.close(up_r)
-                    os.close(down_w)
+                    _close_fds_but(down_r, up_w)  # inherited pipes are no back channel
                     with contextlib.suppress(Exception):
                         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                     code = _child(r, world, fn, down_r, up_w)
@@ -926,6 +922,20 @@ def _run_processes(hub: _Hub, world: int, fn: Callable[[int], Any], timeout: flo
                 with contextlib.suppress(OSError):
                     os.close(fd)
             _reap(pid)
+
+
+def _close_fds_but(*keep: int) -> None:
+    """Close every file descriptor of this (forked) rank but stdin, stdout, stderr and
+    ``keep``: the other ranks' pipes, the worker's to the grader, and whatever the
+    submission opened before the fork."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _reap(pid: int) -> None:
