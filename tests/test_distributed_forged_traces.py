@@ -16,8 +16,11 @@ grader's trace shows no collective, and separate processes share no memory.
 from __future__ import annotations
 
 import shutil
+import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from .conftest import REFERENCE, grade_forked, task_scores
@@ -220,3 +223,90 @@ def test_forged_trace_gains_nothing(task, tmp_path):
     assert got <= scores["honest"][0] + 1e-9, (
         f"forged trace events earned points: {got} / {full} with them, "
         f"{scores['honest'][0]} / {full} without")
+
+
+# ----- the runtime itself, in this process on the reference ----------------------------------------
+@pytest.fixture(scope="module")
+def tt():
+    sys.path.insert(0, str(REFERENCE))
+    try:
+        import tinytrain
+    finally:
+        sys.path.remove(str(REFERENCE))
+    return tinytrain
+
+
+SHARED_BOX: dict[int, float] = {}
+
+
+@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+def test_ranks_as_processes_share_no_memory(tt, processes):
+    """Rank 0 writes a module global before a barrier, rank 1 reads it after: as threads it
+    sees the value, as processes it cannot; the barrier is in the grader's trace."""
+    from graders.probes import _world
+
+    SHARED_BOX.clear()
+
+    def rank_main(rank: int) -> float:
+        if rank == 0:
+            SHARED_BOX[0] = 42.0
+        tt.distributed.barrier()
+        return SHARED_BOX.get(0, -1.0)
+
+    results, traces = _world.run(tt, 2, rank_main, processes=processes)
+    assert results == ([42.0, 42.0] if not processes else [42.0, -1.0])
+    assert [[e["kind"] for e in t] for t in traces] == [["barrier"], ["barrier"]]
+    assert all(t[0]["end"] is not None for t in traces)
+
+
+def test_forged_events_do_not_reach_the_grader(tt):
+    """What the submission's own recorder would write is not the grader's trace: a rank
+    that records events there (or has no framework trace to write to) changes nothing."""
+    from graders.probes import _world
+
+    def rank_main(rank: int) -> list[float]:
+        x = tt.tensor(np.full(3, rank + 1.0))
+        tt.distributed.all_reduce(x)
+        state = sys.modules[f"{tt.__name__}.distributed.collectives.state"].state
+        assert state.trace is None  # the framework's recorder is not in use
+        return list(x.data)
+
+    results, traces = _world.run(tt, 2, rank_main)
+    assert results == [[3.0] * 3, [3.0] * 3]
+    for rank, trace in enumerate(traces):
+        (event,) = trace
+        assert (event["kind"], event["op"], event["numel"]) == ("all_reduce", "sum", 3)
+        assert event["in"] == [3.0 * (rank + 1), 3.0 * (rank + 1) ** 2]
+        assert event["out"] == [9.0, 27.0]
+
+
+def test_replacing_the_grader_collectives_is_caught(tt):
+    from graders.probes import _world
+
+    api = sys.modules[f"{tt.__name__}.distributed.collectives.api"]
+    original = api.all_reduce
+
+    def rank_main(rank: int) -> None:
+        api.all_reduce = lambda *args, **kwargs: None
+
+    with pytest.raises(_world.DistributedError, match="replaced the grader's collectives"):
+        _world.run(tt, 2, rank_main)
+    assert api.all_reduce is original  # put back
+
+
+def test_a_hung_rank_process_is_named_with_its_line(tt):
+    from graders.probes import _world
+
+    def rank_main(rank: int) -> None:
+        while rank == 1:
+            pass
+        tt.distributed.barrier()
+
+    start = time.monotonic()
+    with pytest.raises(_world.DistributedError) as info:
+        _world.run(tt, 2, rank_main, processes=True, timeout=1.0)
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert "rank 1 ran for 1 s without reaching a collective" in message
+    assert "test_distributed_forged_traces.py" in message
+    assert "rank 0 was waiting in barrier #0" in message
