@@ -21,7 +21,9 @@ memory the rank threads share. So every assignment-7 scenario runs on this runti
 
 Two ways to run the ranks, same hub:
 
-- ``processes=False``: ranks as threads of the worker (queues to and from the hub);
+- ``processes=False``: ranks as threads of the worker that take turns as the framework's
+  threads backend does (one runs until it waits; the hub handles each message in the
+  sender's turn), so a grading is reproducible;
 - ``processes=True`` (the suites' ``-mpi`` cases): each rank a process forked from the
   worker (``os.fork``), whose only link to the other ranks is its own pair of pipes to
   the hub, in the harness's pickle-free protocol (``graders.harness.protocol``; the hub
@@ -50,7 +52,6 @@ import ctypes
 import fcntl
 import itertools
 import os
-import queue
 import select
 import signal
 import sys
@@ -368,14 +369,16 @@ class _Rank:
     """One rank's link to the hub: ``put`` a message, ``take`` the hub's replies."""
 
     def __init__(self, rank: int, world: int, put: Callable[[dict[str, Any]], None],
-                 take: Callable[[float | None], dict[str, Any] | None], backend: str) -> None:
+                 take: Callable[[float | None], dict[str, Any] | None], backend: str,
+                 stash: dict[str, Any] | None = None,
+                 block: Callable[[str, str], None] | None = None) -> None:
         self.rank, self.world, self.backend = rank, world, backend
-        self._put, self._take = put, take
+        self._put, self._take, self._block = put, take, block
         self.world_group = _Group(tuple(range(world)), 0)
         self.groups_made = 0
         self.seq: defaultdict[int, int] = defaultdict(int)
         self.p2p: defaultdict[tuple[str, int, int, int], int] = defaultdict(int)
-        self._stash: dict[str, Any] = {}
+        self._stash: dict[str, Any] = {} if stash is None else stash
 
     def put(self, msg: dict[str, Any]) -> None:
         self._put(msg)
@@ -395,6 +398,8 @@ class _Rank:
         return key in self._stash
 
     def wait(self, key: str, what: str) -> Any:
+        if self._block is not None:  # threads: the scheduler returns once the result is in
+            self._block(key, what)
         while key not in self._stash:
             if not self.ready(key):
                 self._put({"t": "blocked", "key": key, "what": what})
@@ -789,53 +794,132 @@ def _stack(frame: Any) -> str:
     return "; it was at (innermost first): " + " <- ".join(reversed(lines))
 
 
-def _run_threads(hub: _Hub, world: int, fn: Callable[[int], Any], timeout: float) -> None:
-    up: queue.Queue = queue.Queue()
-    inboxes = [queue.Queue() for _ in range(world)]
+class _Turns:
+    """Ranks as threads that take turns, as the framework's threads backend does: one rank
+    runs until it waits for a result not there yet, then the next rank (round robin) that
+    can go on runs. The hub handles each message in the sending rank's turn, so the
+    interleaving, the trace and every result are the same on every run (a submission's
+    state shared by mistake between the ranks fails the same way every time)."""
 
-    def take(box: queue.Queue) -> Callable[[float | None], dict[str, Any] | None]:
-        def get(wait: float | None) -> dict[str, Any] | None:
+    def __init__(self, hub: _Hub, world: int) -> None:
+        self.hub, self.world = hub, world
+        self.cv = threading.Condition()
+        self.current: int | None = 0
+        self.state = ["new"] * world  # new, running, waiting, done
+        self.waiting: list[str | None] = [None] * world
+        self.stash: list[dict[str, Any]] = [{} for _ in range(world)]
+        self.progress = time.monotonic()
+
+    def _check(self, what: str | None = None) -> None:
+        if self.hub.abort is not None:
+            raise _Aborted(self.hub.abort + (f" while waiting in {what}" if what else ""))
+
+    def put(self, r: int, msg: dict[str, Any], exc: BaseException | None = None) -> None:
+        with self.cv:
+            if msg.get("t") not in ("done", "failed"):
+                self._check()
+            self.progress = time.monotonic()
             try:
-                return box.get(block=wait != 0, timeout=wait or None)
-            except queue.Empty:
-                return None
+                self.hub.handle(r, msg, exc)
+            except DistributedError as error:
+                self.hub._fail(str(error))
+            for target, reply in self.hub.outbox:
+                self.stash[target][str(reply["key"])] = reply.get("data")
+            self.hub.outbox.clear()
+            if self.hub.abort is not None and msg.get("t") not in ("done", "failed"):
+                self.cv.notify_all()
+                raise DistributedError(self.hub.abort)
 
-        return get
+    def block(self, r: int, key: str, what: str) -> None:
+        with self.cv:
+            self._check()
+            if key in self.stash[r]:
+                return
+            self.state[r], self.waiting[r] = "waiting", key
+            self.hub.status[r], self.hub.blocked_in[r] = "blocked", what
+            self._pass(r)
+            while self.current != r and self.hub.abort is None:
+                self.cv.wait()
+            self._check(what)
+            self.state[r], self.waiting[r] = "running", None
+            self.hub.status[r] = "running"
+
+    def _runnable(self, r: int) -> bool:
+        return self.state[r] == "new" or (self.state[r] == "waiting"
+                                          and self.waiting[r] in self.stash[r])
+
+    def _pass(self, r: int) -> None:
+        """Give the turn to the next rank after ``r`` that can go on (lock held)."""
+        self.progress = time.monotonic()
+        for step in range(1, self.world + 1):
+            other = (r + step) % self.world
+            if self._runnable(other):
+                self.current = other
+                self.cv.notify_all()
+                return
+        self.current = None
+        if any(s == "waiting" for s in self.state):
+            self.hub._fail(self.hub.deadlock_message())
+        self.cv.notify_all()
+
+    def start(self, r: int) -> None:
+        with self.cv:
+            while self.current != r and self.hub.abort is None:
+                self.cv.wait()
+            self._check()
+            self.state[r] = "running"
+
+    def finish(self, r: int, outcome: dict[str, Any]) -> None:
+        exc = outcome.pop("exc", None)
+        self.put(r, outcome, exc)
+        with self.cv:
+            self.state[r] = "done"
+            if self.current == r:
+                self._pass(r)
+            self.cv.notify_all()
+
+
+def _run_threads(hub: _Hub, world: int, fn: Callable[[int], Any], timeout: float) -> None:
+    turns = _Turns(hub, world)
 
     def main(r: int) -> None:
-        rank = _Rank(r, world, lambda msg, r=r: up.put((r, msg, None)), take(inboxes[r]),
-                     "threads")
-        outcome = _rank_main(rank, fn)
-        up.put((r, {k: v for k, v in outcome.items() if k != "exc"}, outcome.get("exc")))
+        rank = _Rank(r, world, lambda msg: turns.put(r, msg), lambda wait: None, "threads",
+                     stash=turns.stash[r], block=lambda key, what: turns.block(r, key, what))
+        try:
+            turns.start(r)
+        except _Aborted as exc:
+            outcome = {"t": "failed", "error": {"type": "_Aborted", "message": str(exc)}}
+        else:
+            outcome = _rank_main(rank, fn)
+        turns.finish(r, outcome)
 
     threads = [threading.Thread(target=main, args=(r,), name=f"grader-rank-{r}", daemon=True)
                for r in range(world)]
     for thread in threads:
         thread.start()
-
-    def get(wait: float) -> tuple[int, dict[str, Any], Any] | None:
-        try:
-            return up.get(timeout=wait) if wait > 0 else up.get_nowait()
-        except queue.Empty:
-            return None
-
-    def where(r: int) -> str:
-        return _stack(sys._current_frames().get(threads[r].ident or -1))
-
-    stop = _serve(hub, get, lambda r, msg: inboxes[r].put(msg), timeout, where)
-    if stop:
-        for r in stop:
-            inboxes[r].put({"t": "abort", "message": hub.abort})
-            ident = threads[r].ident
-            if hub.status[r] == "running" and ident is not None:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
-                                                           ctypes.py_object(_Aborted))
-        deadline = time.monotonic() + 1.0
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-    else:
-        for thread in threads:
-            thread.join(1.0)
+    with turns.cv:
+        aborted_at = None
+        while not all(s == "done" for s in turns.state):
+            if hub.abort is not None:  # the ranks unwind; a stuck one is left behind
+                aborted_at = aborted_at or time.monotonic()
+                if time.monotonic() - aborted_at > 1.0:
+                    break
+                turns.cv.wait(0.05)
+                continue
+            idle = time.monotonic() - turns.progress
+            running = turns.current
+            if running is not None and idle >= timeout:
+                where = _stack(sys._current_frames().get(threads[running].ident or -1))
+                hub._fail(hub.hang_message(running, timeout, where))
+                turns.cv.notify_all()
+                ident = threads[running].ident
+                if ident is not None:  # an exception at the rank's next bytecode
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
+                                                               ctypes.py_object(_Aborted))
+            else:
+                turns.cv.wait(min(max(timeout - idle, 0.01), 0.5))
+    for thread in threads:
+        thread.join(0.5)
 
 
 _PR_SET_PDEATHSIG = 1
