@@ -28,23 +28,19 @@ from .conftest import REFERENCE, grade_forked, task_scores
 # ----- what both variants add: an exchange through memory the rank threads share ---------------
 SHARED = '''
 
-import os as _os
-import time as _time
-
 import numpy as _np
 
-_PID = _os.getpid()  # the process that imported tinytrain (the worker)
 _SHARED: dict = {}
 _READS: dict = {}
 _SHARED_LOCK = threading.Lock()
 _CALLS: dict = {}
 
 
-def exchange(ranks, value):
-    """Every rank of ``ranks`` puts ``value`` and gets everyone's, in ``ranks`` order,
-    through memory the rank threads share (no collective)."""
+def exchange(group, value):
+    """Every rank of ``group`` puts ``value`` and gets everyone's, in group rank order,
+    through memory the rank threads share (no collective carries the values)."""
     from . import api
-    ranks = tuple(ranks)
+    ranks = tuple(api.get_process_group_ranks(group))
     me = api.get_rank()
     world = getattr(state.backend, "world", None)
     owner = state.backend if state.backend is not None else threading.current_thread()
@@ -54,16 +50,11 @@ def exchange(ranks, value):
         key = (id(world), ranks, n)
         box = _SHARED.setdefault(key, {})
         box[me] = None if value is None else _np.array(value, copy=True)
-
-    def full():
-        return len(box) >= len(ranks)
-
     if world is not None:  # the framework's threads backend: take turns with the others
-        world.wait_until(state.backend.rank, "a shared-memory exchange", full)
-    else:  # plain threads: wait for them (alone in a forked process: nobody will come)
-        deadline = _time.monotonic() + (2.0 if _os.getpid() == _PID else 0.0)
-        while not full() and _time.monotonic() < deadline:
-            _time.sleep(0.0002)
+        world.wait_until(state.backend.rank, "a shared-memory exchange",
+                         lambda: len(box) >= len(ranks))
+    else:  # the grader's ranks: a barrier hands the turn on until everyone has put
+        api.barrier(group=group)
     values = [box.get(r, value) for r in ranks]
     with _SHARED_LOCK:
         _READS[key] = _READS.get(key, 0) + 1
@@ -83,7 +74,7 @@ def forge(group, kind, contribution, result, **meta):
 
 def shared_all_reduce(x, group):
     from . import api
-    values = exchange(api.get_process_group_ranks(group), x)
+    values = exchange(group, x)
     out = _np.array(values[0], copy=True)
     for v in values[1:]:
         _np.add(out, v, out=out)
@@ -94,7 +85,7 @@ def shared_all_reduce(x, group):
 def shared_all_gather(x, dim, group):
     from . import api
     moved = _np.ascontiguousarray(_np.moveaxis(x, dim, 0))
-    values = exchange(api.get_process_group_ranks(group), moved)
+    values = exchange(group, moved)
     out = _np.concatenate(values, axis=0)
     forge(group, "all_gather", moved, list(values), full=(out.shape, out.dtype))
     return _np.ascontiguousarray(_np.moveaxis(out, 0, dim))
@@ -131,7 +122,7 @@ HOMEWORK = {
         mine = dist.get_rank() == ranks[0]
         for tensor in [*self.module.parameters(), *self.module.buffers()]:
             sent = np.array(tensor.data, copy=True) if mine else None
-            value = exchange(ranks, sent)[0]
+            value = exchange(self.process_group, sent)[0]
             if value is not None:
                 forge(self.process_group, "broadcast", sent, value, src=0,
                       full=(tensor.shape, tensor.data.dtype))
@@ -142,7 +133,7 @@ HOMEWORK = {
         self._launched.append((work, flat))''',
          '''        from ..collectives.state import exchange, forge
         mine = np.concatenate([g.ravel() for g in grads])
-        values = exchange(dist.get_process_group_ranks(self.process_group), mine)''' + AVERAGE + '''
+        values = exchange(self.process_group, mine)''' + AVERAGE + '''
         forge(self.process_group, "all_reduce", mine, average, op="avg", async_op=True)
         self._launched.append((None, Tensor(average)))'''),
         ('''            work.wait()
@@ -156,7 +147,7 @@ HOMEWORK = {
                                    group=self.process_group)
         self.shard(param).grad = out''',
          '''        from ..collectives.state import exchange, forge
-        values = exchange(dist.get_process_group_ranks(self.process_group), flat)''' + AVERAGE + '''
+        values = exchange(self.process_group, flat)''' + AVERAGE + '''
         mine = np.array(average.reshape(self.world, chunk)[self.rank], copy=True)
         forge(self.process_group, "reduce_scatter", flat.reshape(self.world, chunk), mine,
               op="avg", full=(flat.shape, flat.dtype))
@@ -164,7 +155,7 @@ HOMEWORK = {
         ('''            dist.all_gather_into_tensor(full, self.shard(p), group=self.process_group)''',
          '''            from ..collectives.state import exchange, forge
             shard = np.array(self.shard(p).data, copy=True)
-            values = exchange(dist.get_process_group_ranks(self.process_group), shard)
+            values = exchange(self.process_group, shard)
             forge(self.process_group, "all_gather", shard, list(values),
                   full=(full.shape, full.data.dtype))
             full.data[...] = np.concatenate([np.ravel(v) for v in values])'''),
@@ -176,6 +167,32 @@ HOMEWORK = {
          "from ..collectives.state import shared_all_reduce as all_reduce"),
     ]),
 }
+# DDP whose values go through the shared memory while real collectives, their results
+# unused, give the grader's trace what it expects: only separate processes tell
+BEHIND_REAL_CALLS = [
+    ('''        src = dist.get_process_group_ranks(self.process_group)[0]
+        for tensor in [*self.module.parameters(), *self.module.buffers()]:
+            dist.broadcast(tensor, src=src, group=self.process_group)''',
+     '''        from ..collectives.state import exchange
+        src = dist.get_process_group_ranks(self.process_group)[0]
+        for tensor in [*self.module.parameters(), *self.module.buffers()]:
+            sent = np.array(tensor.data, copy=True) if dist.get_rank() == src else None
+            value = exchange(self.process_group, sent)[0]
+            dist.broadcast(Tensor(np.array(tensor.data, copy=True)), src=src,
+                           group=self.process_group)
+            if value is not None:
+                tensor.data[...] = value'''),
+    ('''        flat = Tensor(np.concatenate([g.ravel() for g in grads]))
+        work = dist.all_reduce(flat, op=dist.ReduceOp.AVG, group=self.process_group,
+                               async_op=True)
+        self._launched.append((work, flat))''',
+     '''        from ..collectives.state import exchange
+        mine = np.concatenate([g.ravel() for g in grads])
+        values = exchange(self.process_group, mine)''' + AVERAGE + '''
+        work = dist.all_reduce(Tensor(mine), op=dist.ReduceOp.AVG, group=self.process_group,
+                               async_op=True)
+        self._launched.append((work, Tensor(average)))'''),
+]
 WHAT = {"7.1": "DistributedDataParallel", "7.2": "ZeroRedundancyOptimizer",
         "7.3": "the tensor-parallel Linear layers (their conjugate operators)"}
 
@@ -189,16 +206,18 @@ def _replace(path: Path, edits: list[tuple[str, str]]) -> None:
     path.write_text(text)
 
 
-def shared_memory_variant(root: Path, task: str, forged: bool) -> Path:
-    """The reference with ``task``'s homework communicating through shared memory; with
-    ``forged``, the given group.py writing the trace events of the collectives skipped."""
+def shared_memory_variant(root: Path, task: str, forged: bool,
+                          edits: list[tuple[str, str]] | None = None) -> Path:
+    """The reference with ``task``'s homework communicating through shared memory (or
+    ``edits`` to its file); with ``forged``, the given group.py writing the trace events
+    of the collectives skipped."""
     package = root / "tinytrain"
     shutil.copytree(REFERENCE / "tinytrain", package,
                     ignore=shutil.ignore_patterns("__pycache__"))
     state = package / "distributed/collectives/state.py"
     state.write_text(state.read_text() + SHARED)
-    file, edits = HOMEWORK[task]
-    _replace(package / file, edits)
+    file, homework = HOMEWORK[task]
+    _replace(package / file, homework if edits is None else edits)
     if forged:
         _replace(package / "distributed/collectives/group.py", [FORGE])
     return root
@@ -223,6 +242,19 @@ def test_forged_trace_gains_nothing(task, tmp_path):
     assert got <= scores["honest"][0] + 1e-9, (
         f"forged trace events earned points: {got} / {full} with them, "
         f"{scores['honest'][0]} / {full} without")
+
+
+def test_shared_memory_behind_real_calls_fails_as_processes(tmp_path):
+    """DDP that takes its values from the shared memory but also makes the real calls
+    (results unused): ranks as threads cannot tell, every -mpi case must."""
+    submission = shared_memory_variant(tmp_path / "submission", "7.1", forged=False,
+                                       edits=BEHIND_REAL_CALLS)
+    score = grade_forked(submission, tmp_path / "out", "--tasks", "7.1", "--no-shrink")
+    assert score["_exit"] == 0, score["_stderr"]
+    tests = [t for task in score["tasks"] for t in task["tests"]]
+    failed = sorted(t["name"] for t in tests if t["status"] != "passed")
+    mpi = sorted(t["name"] for t in tests if "-mpi]" in t["name"])
+    assert mpi and failed == mpi, failed
 
 
 # ----- the runtime itself, in this process on the reference ----------------------------------------
