@@ -1,4 +1,5 @@
-"""Probes for task 7.1: DistributedDataParallel, on ranks as threads.
+"""Probes for task 7.1: DistributedDataParallel, on the probes' runtime (ranks as threads,
+or as forked processes with ``spec["processes"]``).
 
 Each rank builds the probes' MLP with its own weights (only rank 0's are the model's:
 DDP must broadcast them), wraps it in the submission's DistributedDataParallel and
@@ -29,7 +30,8 @@ def bucket_assignment(tt: Any, sizes: list[int], cap: int) -> list[list[int]]:
 def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec``: world, widths, weights (one dict per rank), bucket_cap_mb, lr, and
     batches[step][micro][rank] = (x, y); optionally groups (lists of ranks, made with
-    new_group on every rank: each rank's DDP gets its own group as process_group). Each
+    new_group on every rank: each rank's DDP gets its own group as process_group) and
+    processes (ranks as forked processes, see ``_world``). Each
     step runs its micro-batches (all but the last inside ``no_sync()``), loss =
     mse_loss(ddp(x), y), then the probes' SGD. Per rank: the parameters after wrapping,
     each loss, the gradients before each update, the parameters after it, and the trace."""

@@ -1,5 +1,6 @@
 """Probes for tasks 7.3 and 7.4: the tensor- and sequence-parallel operators and layers,
-on ranks as threads, with the weights of a full layer the grader sends (every rank cuts
+on the probes' runtime (ranks as threads; ``layer`` with ``spec["processes"]``: as forked
+processes), with the weights of a full layer the grader sends (every rank cuts
 its own part). Marks in the trace: "forward", "backward", "done"."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Probes for task 7.2: ZeroRedundancyOptimizer (stages 1 and 2) over the submission's
-AdamW, on ranks as threads, each with its own part of every batch."""
+AdamW, on the probes' runtime (ranks as threads, or as forked processes with
+``spec["processes"]``), each with its own part of every batch."""
 
 from __future__ import annotations
 
