@@ -242,3 +242,30 @@ def test_a_killed_class_run_takes_its_gradings_along_and_the_next_start_cleans_u
     while any(map(_alive, orphans)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(map(_alive, orphans))
+
+
+def test_clean_orphans_never_takes_a_live_grading_folder(tmp_path, monkeypatch):
+    """One thread makes and drops grading folders as fast as it can while another cleans:
+    no folder goes while its grading holds it."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stop = threading.Event()
+    removed: list[str] = []
+
+    def cleaner() -> None:
+        while not stop.is_set():
+            removed.extend(job_module.clean_orphans(tmp_path))
+
+    thread = threading.Thread(target=cleaner)
+    thread.start()
+    try:
+        for _ in range(300):
+            with job_module.owned_folder() as (folder, started):
+                (folder / "submission").mkdir()
+                started(os.getpid())
+                assert (folder / "submission").is_dir() and (folder / ".owner").is_file()
+    finally:
+        stop.set()
+        thread.join()
+    assert removed == [] and list(tmp_path.glob("tinytrain-class-*")) == []

@@ -242,9 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         entries, notes = collect.discover(Path(args.submissions), work)
         if args.submission_times:
             _apply_times(entries, read_times(args.submission_times), notes)
-        adjustments = _match_adjustments(
-            entries, read_adjustments(args.adjustments) if args.adjustments else {}, notes)
         roster = exports.read_roster(args.roster) if args.roster else None
+        people, export_notes = exports.members(entries, roster)
+        adjustments = _match_adjustments(
+            entries, read_adjustments(args.adjustments) if args.adjustments else {}, people,
+            notes)
     except (SubmissionProblem, ValueError, OSError) as exc:
         return _fail(str(exc))
     inside = [e for e in entries if e.source.resolve() == out.resolve()]
@@ -349,7 +351,6 @@ def main(argv: list[str] | None = None) -> int:
     pairs, info = _similarity(entries, out, args)
     report.write_text(out / "similarity.csv", _similarity_csv(pairs))
     report.write_text(out / "grades.csv", grades_csv(rows, tasks, policy))
-    people, export_notes = exports.members(entries, roster)
     notes += export_notes
     assignment = args.lms_assignment or f"tinytrain {', '.join(t.id for t in tasks)}"
     report.write_text(out / "canvas.csv", exports.canvas_csv(rows, people, assignment))
@@ -383,12 +384,16 @@ def _policy(args: argparse.Namespace) -> LatePolicy | None:
 
 
 def _match_adjustments(entries: list[Entry], found: dict[str, Any],
+                       people: dict[str, list[exports.Student]],
                        notes: list[str]) -> dict[str, Any]:
-    """{entry name: its adjustment}, matched by submission name, student name, SID or email."""
+    """{entry name: its adjustment}, matched by submission name, or a student's name, SID,
+    email or login (from the export or the roster)."""
     matched, used = {}, set()
     for entry in entries:
+        members = [v for p in people.get(entry.name, []) for v in (p.name, p.sid, p.email,
+                                                                  p.login) if v]
         for key in (entry.name, entry.source.name, entry.source.stem, *entry.names,
-                    *entry.sids, *entry.emails):
+                    *entry.sids, *entry.emails, *members):
             if key in found:
                 matched[entry.name] = found[key]
                 used.add(key)

@@ -111,6 +111,11 @@ def clean_orphans(tmp: Path | None = None) -> list[str]:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # a live grading
+            try:  # the grading may have ended (its folder gone) between open and flock
+                if os.stat(owner).st_ino != os.fstat(handle.fileno()).st_ino:
+                    continue
+            except OSError:
+                continue
             with contextlib.suppress(ValueError, OSError):
                 info = json.loads(handle.read() or "{}")
                 pgid, since = int(info.get("pgid", 0)), int(info.get("started", 0))
@@ -125,13 +130,17 @@ def clean_orphans(tmp: Path | None = None) -> list[str]:
 
 @contextlib.contextmanager
 def owned_folder() -> Iterator[tuple[Path, Callable[[int], None]]]:
-    """A temporary folder for one grading, with its owner lock held until it is removed;
-    and a function to record the grader's process group in it (for ``clean_orphans``)."""
-    with tempfile.TemporaryDirectory(prefix=TMP_PREFIX) as tmp:
-        path = Path(tmp)
-        fd = os.open(path / OWNER_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    """A temporary folder for one grading, with its owner lock held until the folder is
+    gone; and a function to record the grader's process group in it (for
+    ``clean_orphans``). The lock file is locked before it takes its name, and the folder
+    removed before the lock is let go: another run's ``clean_orphans`` never sees an
+    unlocked owner file of a live grading."""
+    path = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
+    try:
+        fd = os.open(path / (OWNER_FILE + ".new"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "r+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
+            os.rename(path / (OWNER_FILE + ".new"), path / OWNER_FILE)
 
             def started(pgid: int) -> None:
                 handle.seek(0)
@@ -140,7 +149,12 @@ def owned_folder() -> Iterator[tuple[Path, Callable[[int], None]]]:
                                          "started": _start_time(pgid) or 0}))
                 handle.flush()
 
-            yield path, started
+            try:
+                yield path, started
+            finally:
+                shutil.rmtree(path, ignore_errors=True)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager
