@@ -371,3 +371,13 @@ def test_assignment_autograder_end_to_end(installed, tmp_path):
     assert {t["number"] for t in results["tests"]} == {"1.1", "1.3"}
     assert results["score"] == sum(t["max_score"] for t in results["tests"]) == points
     assert f"total: {points:g} / {points:g}" in results["output"]
+
+
+def test_readme_quotes_no_stale_figures_of_the_zip():
+    """The zip's size and file count change with every grader change: the README leaves
+    them to the command's own output (it prints them)."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    assert not re.search(r"zip \(\d+ KiB|\d+ KiB, \d+ files", text)
+    assert "docs/instructors.md" in text and (ROOT / "docs" / "instructors.md").is_file()

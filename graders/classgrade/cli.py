@@ -356,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     report.write_text(out / "canvas.csv", exports.canvas_csv(rows, people, assignment))
     report.write_text(out / "gradescope.csv", exports.gradescope_csv(rows, people))
     for row in rows:
-        handback.write(out / handback.HANDBACK / row.name, row, tasks)
+        handback.write(out / handback.HANDBACK / row.name, row, tasks,
+                       [p.name for p in people.get(row.name, []) if p.name and roster])
     stale_handback = sorted({p.name for p in (out / handback.HANDBACK).iterdir()}
                             - set(by_name))
     for name in stale_handback:  # a hand-back of a submission no longer in the class

@@ -78,12 +78,16 @@ def scores(row: Row, tasks: tuple[Task, ...]) -> dict[str, Any]:
     return data
 
 
-def write(folder: Path, row: Row, tasks: tuple[Task, ...]) -> None:
-    """(Re)write ``folder`` for ``row``: nothing of an earlier hand-back stays."""
+def write(folder: Path, row: Row, tasks: tuple[Task, ...], students: list[str] | None = None
+          ) -> None:
+    """(Re)write ``folder`` for ``row`` (made by ``students``, the names a roster gives):
+    nothing of an earlier hand-back stays."""
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     data = scores(row, tasks)
+    if students:
+        data["students"] = students
     visible = {t.id for t in tasks if t.visibility != "hidden"}
     failures: dict[str, list[tuple[str, str]]] = {}  # message -> [(task, test)]
     statuses: dict[str, str] = {}
@@ -93,6 +97,10 @@ def write(folder: Path, row: Row, tasks: tuple[Task, ...]) -> None:
             if task_id not in visible or test["status"] == "passed":
                 continue
             message = test.get("message") or ""
+            if test["status"] == "not_implemented":  # one stub, however it was reached
+                first = message.splitlines()[0] if message else ""
+                message = next((m for m in failures if m.splitlines()[:1] == [first]
+                                and statuses.get(m) == "not_implemented"), message)
             failures.setdefault(message, []).append((task_id, test["name"]))
             statuses.setdefault(message, test["status"])
             descriptions[(task_id, test["name"])] = test.get("description", "")
@@ -118,8 +126,11 @@ def write(folder: Path, row: Row, tasks: tuple[Task, ...]) -> None:
 def _page(row: Row, data: dict[str, Any], tasks: tuple[Task, ...],
           failures: dict[str, list[tuple[str, str]]], statuses: dict[str, str],
           descriptions: dict[tuple[str, str], str], scripts: dict[str, str]) -> str:
-    title = f"Feedback: {row.entry.display}"
-    parts = [f"<h1>{escape(row.entry.display)}</h1>"]
+    display = ", ".join(data["students"]) or row.entry.display
+    title = f"Feedback: {display}"
+    parts = [f"<h1>{escape(display)}</h1>"]
+    if display != row.name:
+        parts.append(f"<p class='muted'>submission {escape(row.name)}</p>")
     if row.status != "graded":
         parts.append(f"<p class='bad'>Not graded: {escape(data['status'])}.</p>"
                      f"<pre>{escape(row.reason)}</pre><p>No test could run, so every task "
