@@ -152,7 +152,8 @@ def record(folder: Path, entry: Entry, outcome: dict[str, Any], key: str) -> Non
     folder.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         (folder / STATE).unlink()
-    for stale in ("score.json", "results.json", "classroom.json", "feedback.txt"):
+    for stale in ("score.json", "results.json", "classroom.json", "pytest_report.json",
+                  "feedback.txt"):
         with contextlib.suppress(FileNotFoundError):
             (folder / stale).unlink()
     for name, data in outcome.get("files", {}).items():

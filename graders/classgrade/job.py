@@ -31,7 +31,7 @@ WORKER_USER_ENV = "TINYTRAIN_WORKER_USER"
 WORKER_USER_PREFIX = "tinytrain-worker-"
 SLOT_DIR = Path(tempfile.gettempdir()) / "tinytrain-grade-slots"
 MAX_SLOTS = 256
-OUTPUT_FILES = ("score.json", "results.json", "classroom.json")
+OUTPUT_FILES = ("score.json", "results.json", "classroom.json", "pytest_report.json")
 FEEDBACK_CAP = 1 << 20  # bytes of the grader's printed report kept as feedback.txt
 
 EXIT_GRADED, EXIT_USAGE, EXIT_INTERNAL = 0, 2, 3
