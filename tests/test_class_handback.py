@@ -242,3 +242,9 @@ def test_lms_exports_read_back_as_canvas_and_gradescope_read_them(week):
         r[2]: finals[r[0]] for r in ROSTER if r[0]}
     page = (week.report / "report.html").read_text()
     assert "1 student(s) on the roster have no submission" in page and "Gail Absent" in page
+
+
+def test_late_rows_are_marked_in_the_report(week):
+    table = (week.report / "report.html").read_text().split("id='students'")[1].split("<h2")[0]
+    late = re.findall(r"<tr class='late'><td><a class='feedback' href='[^']*'>([^<]+)</a>", table)
+    assert sorted(late) == ["bruno-diaz", "dana-kim"]  # Chen's extension covers his days

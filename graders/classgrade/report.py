@@ -27,11 +27,17 @@ table{border-collapse:collapse;margin:.6em 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e4e4e4;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f5f5f7}td.n,th.n{text-align:right}
 .ok{color:#1e7d32}.bad{color:#b8433a;font-weight:600}.muted{color:#777}
-pre{background:#f7f7f9;padding:.6em;overflow:auto;max-height:24em;font-size:12px}
+pre{background:#f7f7f9;padding:.6em;overflow:auto;max-height:24em;font-size:12px;
+white-space:pre-wrap;overflow-wrap:anywhere}
+table.panes{table-layout:fixed;width:100%}table.panes td,table.panes th{width:50%}
+table.causes{table-layout:fixed;width:100%}table.causes td:nth-child(1){width:30%}
+table.causes td:nth-child(2){width:10%}table.causes td:nth-child(3){width:25%}
+td.status{max-width:22em;overflow-wrap:anywhere}
 mark{background:#ffe08a}svg.plot{width:100%;height:auto;max-width:760px;display:block}
 .cards{display:flex;gap:1em;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;
 padding:.5em 1em}.card b{display:block;font-size:1.4em}
-tr.late td{background:#fff4e5}.wide{overflow-x:auto}figure{margin:1em 0}figcaption{color:#555;font-size:.9em}
+tr.late td,.late-key{background:#fff4e5}.wide{overflow-x:auto}figure{margin:1em 0}
+figcaption{color:#555;font-size:.9em}
 """
 
 
@@ -337,7 +343,7 @@ def _student_table(rows: list[Row], tasks: tuple[Task, ...], policy: LatePolicy 
     head = ["submission", "student", *(t.id for t in tasks), "total" if not policy else "raw"]
     if policy:
         head += ["days late", "penalty", "final"]
-    head += ["status", "time (s)"]
+    head += ["time (s)", "status"]
     html = ["<div class='wide'><table><tr>" + "".join(
         f"<th{' class=n' if h not in ('submission', 'student', 'status') else ''}>{escape(h)}</th>"
         for h in head) + "</tr>"]
@@ -356,12 +362,36 @@ def _student_table(rows: list[Row], tasks: tuple[Task, ...], policy: LatePolicy 
         status = escape(row.grading_status)
         if row.adjustment is not None:
             status += f"<br><span class='muted'>adjusted: {escape(row.adjustment.describe())}</span>"
-        cells.append(f"<td class='{css}'>{status}</td>")
         cells.append(f"<td class='n'>{row.duration:.1f}</td>")
+        cells.append(f"<td class='status {css}'>{status}</td>")
         late = " class='late'" if row.days_late else ""
         html.append(f"<tr{late}>" + "".join(cells) + "</tr>")
     html.append("</table></div>")
+    if policy:
+        html.append("<p class='muted'><span class='late-key'>Shaded rows</span> were submitted "
+                    "late.</p>")
     return "\n".join(html)
+
+
+def clusters(pairs: list[Pair]) -> list[list[str]]:
+    """Groups of three or more submissions joined by flagged pairs (a copy passed around:
+    three pairs of one three-way copy are one group), largest first."""
+    parent: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for p in pairs:
+        if p.flagged and not p.known:
+            parent[root(p.a)] = root(p.b)
+    groups: dict[str, list[str]] = {}
+    for name in parent:
+        groups.setdefault(root(name), []).append(name)
+    found = [sorted(g) for g in groups.values() if len(g) >= 3]
+    return sorted(found, key=lambda g: (-len(g), g))
 
 
 def _similarity_section(pairs: list[Pair], info: dict[str, Any], limit: int = 10) -> str:
@@ -380,6 +410,15 @@ def _similarity_section(pairs: list[Pair], info: dict[str, Any], limit: int = 10
     if not shown:
         html.append("<p>No two submissions share code beyond the template and common code.</p>")
         return "\n".join(html)
+    groups = clusters(pairs)
+    if groups:
+        html.append("<p><b>Clusters</b> (three or more submissions that share code with one "
+                    "another, pair by pair below):</p><ul class='clusters'>")
+        for group in groups:
+            links = ", ".join(f"<a href='{feedback_href(n)}'>{escape(n)}</a>" for n in group)
+            html.append(f"<li class='bad'>{len(group)} submissions: {links}"
+                        f"<span class='muted'> ({escape(', '.join(group))})</span></li>")
+        html.append("</ul>")
     html.append("<table><tr><th>submission</th><th>submission</th><th class='n'>similarity</th>"
                 "<th class='n'>shared tokens</th></tr>")
     for p in shown:
@@ -394,9 +433,9 @@ def _similarity_section(pairs: list[Pair], info: dict[str, Any], limit: int = 10
     for p in shown:
         if p.snippet_a and p.flagged:
             html.append(f"<details><summary>{escape(p.a)} and {escape(p.b)}: the shared code "
-                        f"marked</summary><div class='wide'><table><tr><th>{escape(p.a)}</th>"
+                        f"marked</summary><table class='panes'><tr><th>{escape(p.a)}</th>"
                         f"<th>{escape(p.b)}</th></tr><tr><td><pre>{p.snippet_a}</pre></td>"
-                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></div></details>")
+                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></details>")
     html.append("<p class='muted'>All pairs that share code: <a href='similarity.csv'>"
                 "similarity.csv</a>.</p>")
     return "\n".join(html)
@@ -434,9 +473,9 @@ def _known_section(matches: list[Pair], info: dict[str, Any], limit: int = 10) -
     for p in shown:
         if p.snippet_a:
             html.append(f"<details><summary>{escape(p.a)} and {escape(p.b)}: the shared code "
-                        f"marked</summary><div class='wide'><table><tr><th>{escape(p.a)}</th>"
+                        f"marked</summary><table class='panes'><tr><th>{escape(p.a)}</th>"
                         f"<th>{escape(p.b)}</th></tr><tr><td><pre>{p.snippet_a}</pre></td>"
-                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></div></details>")
+                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></details>")
     more = sum(p.flagged for p in matches) - len(shown)
     if more > 0:
         html.append(f"<p class='muted'>{more} more in similarity.csv.</p>")
@@ -483,7 +522,10 @@ def render_feedback(name: str, display: str, outcome: dict[str, Any],
                 if test.get("output"):
                     parts.append(f"<p class='muted'>printed:</p><pre>{escape(test['output'])}</pre>")
     parts.append("<p class='muted'>The grader's printed report: <a href='feedback.txt'>"
-                 "feedback.txt</a>; the scores: <a href='score.json'>score.json</a>.</p>")
+                 "feedback.txt</a>; the scores: <a href='score.json'>score.json</a> (it holds "
+                 "the seed). This page is the instructor's; the one to hand back, with the "
+                 f"final points and nothing of the class: <a href='../../handback/{quote(name)}"
+                 "/feedback.html'>handback/</a>.</p>")
     return _page(f"Feedback: {display}", "\n".join(parts))
 
 
