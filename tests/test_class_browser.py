@@ -188,6 +188,9 @@ LAYOUT_FACTS = """(() => {
   return JSON.stringify({
     inner: window.innerWidth,
     page: document.documentElement.scrollWidth,
+    body: document.body.getBoundingClientRect().right,
+    widest: Math.max(...[...document.querySelectorAll('body *')].map(
+      e => e.getBoundingClientRect().right)),
     pres: document.querySelectorAll('pre').length,
     cut: [...document.querySelectorAll('pre')].filter(over).map(p => p.textContent.slice(0, 60)),
     panes: panes.length,
@@ -218,6 +221,7 @@ def test_report_fits_the_window(graded_class, browser, width):  # noqa: F811
     facts = _evaluate(browser, session, LAYOUT_FACTS)
     assert facts["inner"] == width
     assert facts["page"] <= width, facts
+    assert facts["widest"] <= facts["body"] + 1, facts  # nothing sticks out of the page
     assert facts["pres"] > 5 and facts["cut"] == [], facts["cut"]
     assert facts["panes"] >= 1 and facts["panesOut"] == 0
     assert facts["timeRight"] <= width and not facts["tableScrolls"], facts

@@ -30,7 +30,8 @@ th{background:#f5f5f7}td.n,th.n{text-align:right}
 pre{background:#f7f7f9;padding:.6em;overflow:auto;max-height:24em;font-size:12px;
 white-space:pre-wrap;overflow-wrap:anywhere}
 table.panes{table-layout:fixed;width:100%}table.panes td,table.panes th{width:50%}
-table.causes{table-layout:fixed;width:100%}table.causes td:nth-child(1){width:30%}
+table.causes{table-layout:fixed;width:100%}table.causes td{overflow-wrap:anywhere}
+table.causes td:nth-child(1){width:30%}
 table.causes td:nth-child(2){width:10%}table.causes td:nth-child(3){width:25%}
 td.status{max-width:22em;overflow-wrap:anywhere}
 mark{background:#ffe08a}svg.plot{width:100%;height:auto;max-width:760px;display:block}
