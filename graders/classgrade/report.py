@@ -523,8 +523,8 @@ def render_feedback(name: str, display: str, outcome: dict[str, Any],
                 if test.get("output"):
                     parts.append(f"<p class='muted'>printed:</p><pre>{escape(test['output'])}</pre>")
     parts.append("<p class='muted'>The grader's printed report: <a href='feedback.txt'>"
-                 "feedback.txt</a>; the scores: <a href='score.json'>score.json</a> (it holds "
-                 "the seed). This page is the instructor's; the one to hand back, with the "
+                 "feedback.txt</a>; the scores: <a href='score.json'>score.json</a>. This page is "
+                 "the instructor's; the one to hand back, with the "
                  f"final points and nothing of the class: <a href='../../handback/{quote(name)}"
                  "/feedback.html'>handback/</a>.</p>")
     return _page(f"Feedback: {display}", "\n".join(parts))
