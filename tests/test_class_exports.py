@@ -71,3 +71,28 @@ def test_roster_problems_are_named(tmp_path):
     assert people["dave"] == []
     assert any("have no submission" in n and "Nora" in n for n in notes)
     assert any("match nobody on the roster" in n and "dave" in n for n in notes)
+
+
+def test_an_override_without_a_deadline_shows_final_points(tmp_path):
+    """Adjustments apply without a late policy: the override is the final points in the
+    gradebook and the report."""
+    from datetime import UTC, datetime
+
+    from graders import rubric
+    from graders.classgrade import report
+    from graders.classgrade.gradebook import grades_csv
+    from graders.classgrade.late import Adjustment
+
+    tasks = rubric.load().select("1.1")
+    row = _row(Entry("erin", Path("class/erin")), 3)
+    row.task_points = {"1.1": 3.0}
+    row.adjustment = Adjustment(override_points=8, note="oral exam")
+    read = list(csv.DictReader(io.StringIO(grades_csv([row], tasks, None))))[1]
+    assert (read["total_points_earned"], read["final_points"]) == ("3", "8")
+    assert read["adjustment"] == "final points set to 8 (oral exam)"
+    ctx = report.Context(title="t", tasks=tasks, options={"timeout": 60}, seed_source="-",
+                         policy=None, executor="-", started=datetime.now(UTC), wall_time=1,
+                         pairs=[], similarity_info={}, notes=[], graded_now=1, reused=0)
+    page = report.render_report([row], ctx)
+    table = page.split("id='students'")[1].split("<h2")[0]
+    assert "<th class=n>final</th>" in table and "<td class='n'><b>8</b></td>" in table

@@ -131,7 +131,7 @@ def render_report(rows: list[Row], ctx: Context) -> str:
     rows = sorted(rows, key=lambda r: r.name)
     tasks = ctx.tasks
     max_total = round(sum(t.points for t in tasks), 4)
-    use_final = ctx.policy is not None
+    use_final = ctx.policy is not None or any(r.adjustment is not None for r in rows)
     shown_totals = [r.final if use_final else r.total for r in rows]
     graded = [r for r in rows if r.status == "graded"]
     problems = [r for r in rows if r.status != "graded" or r.test_problems()]
@@ -341,8 +341,9 @@ def _timing_caption(rows: list[Row], ctx: Context) -> str:
 
 
 def _student_table(rows: list[Row], tasks: tuple[Task, ...], policy: LatePolicy | None) -> str:
-    head = ["submission", "student", *(t.id for t in tasks), "total" if not policy else "raw"]
-    if policy:
+    final = policy is not None or any(r.adjustment is not None for r in rows)
+    head = ["submission", "student", *(t.id for t in tasks), "raw" if final else "total"]
+    if final:
         head += ["days late", "penalty", "final"]
     head += ["time (s)", "status"]
     html = ["<div class='wide'><table><tr>" + "".join(
@@ -353,8 +354,8 @@ def _student_table(rows: list[Row], tasks: tuple[Task, ...], policy: LatePolicy 
                  f"<td>{escape(', '.join(row.entry.names))}</td>"]
         cells += [f"<td class='n'>{_num(row.task_points[t.id])}</td>" for t in tasks]
         cells.append(f"<td class='n'>{_num(row.total)}</td>")
-        if policy:
-            late = "?" if row.days_late is None else str(row.days_late)
+        if final:
+            late = "-" if policy is None else "?" if row.days_late is None else str(row.days_late)
             cells += [f"<td class='n'>{late}</td>",
                       f"<td class='n'>{_num(row.penalty_points)}"
                       f"{f' ({row.penalty_percent:g}%)' if row.penalty_percent else ''}</td>",
