@@ -20,6 +20,7 @@ from .report import Score, build_score, error_score, reproducers
 from .report.classroom import classroom_json
 from .report.console import Progress, render
 from .report.gradescope import results_json
+from .report.pytest_json import PYTEST_REPORT, pytest_json_report
 from .runner import run as run_module
 from .runner.run import GradingError, run_suites, sandbox_limits
 
@@ -113,11 +114,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def write_outputs(out: Path, score: Score) -> list[str]:
-    """Write score.json, results.json and classroom.json into ``out``, replacing whatever
+    """Write score.json, results.json, classroom.json and pytest's JSON report
+    (``PYTEST_REPORT``) into ``out``, replacing whatever
     is at their place (a folder, a read-only or immutable file, a symbolic link: never
     followed); each is written even if another fails. Returns the failures."""
     builders = {"score.json": score.to_json, "results.json": lambda: results_json(score),
-                "classroom.json": lambda: classroom_json(score)}
+                "classroom.json": lambda: classroom_json(score),
+                PYTEST_REPORT: lambda: pytest_json_report(score)}
     failures = []
     try:
         dir_fd = sandbox_module.open_out_dir(out)
@@ -344,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         print(QUICK_NOTICE)
     if failures:
         return EXIT_INTERNAL
-    print(f"\nwrote score.json, results.json and classroom.json to {out}")
+    print(f"\nwrote score.json, results.json, classroom.json and {PYTEST_REPORT} to {out}")
     return EXIT_GRADED
 
 

@@ -226,6 +226,7 @@ class GradingPlugin:
             duration=round(duration, 3),
             output=_truncate(output, 8000),
             description=description(getattr(item, "function", None).__doc__),
+            nodeid=item.nodeid,
         ))
         self._show_progress(item, finished=True)
 
