@@ -28,6 +28,7 @@ from ..cli import SEED_VARIABLE as SEED_ENV
 from . import collect, exports, handback, history, similarity
 from .collect import Entry, SubmissionProblem
 from .gradebook import STATUS_LABELS, Row, grades_csv, load_score, make_row
+from .grader_refs import grader_references
 from .late import LatePolicy, parse_datetime, read_adjustments, read_times
 
 EXIT_DONE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
@@ -436,9 +437,13 @@ def _similarity(entries: list[Entry], out: Path,
 
     template = args.template if args.template and args.template.is_dir() else None
     documents = {}
+    references = {}
     for entry in entries:
         if entry.root is None:
             continue
+        found = grader_references(entry.root)
+        if found:
+            references[entry.name] = found
         path = out / "students" / entry.name / "solution_regions.py"
         report.write_text(path, similarity.solution_regions(entry.root, template))
         documents[entry.name] = path
@@ -451,7 +456,9 @@ def _similarity(entries: list[Entry], out: Path,
                                          graders=similarity.grader_sources(),
                                          reference=reference)
     except (RuntimeError, OSError, ValueError) as exc:
-        return [], {"error": str(exc), "compared": 0, "common_max": common}
+        return [], {"error": str(exc), "compared": 0, "common_max": common,
+                    "grader_references": references}
+    info["grader_references"] = references
     if template is None:
         info["error"] = (f"no student template at {args.template}: the template's code counts "
                          "as similarity (give --template)")

@@ -40,6 +40,8 @@ def grader_references(submission: Path) -> list[str]:
     """``"tinytrain/x.py:12: import graders.probes"`` for each reference in the
     submission's ``tinytrain/`` (symbolic links not followed), in file order."""
     package = submission / "tinytrain"
+    if not package.is_dir() and (submission / "__init__.py").is_file():
+        package = submission  # the package's own files, uploaded at the top
     found: list[str] = []
     files = 0
     for root, dirs, names in os.walk(package):
@@ -55,7 +57,7 @@ def grader_references(submission: Path) -> list[str]:
                 text = path.read_bytes()[:MAX_BYTES].decode("utf-8", "replace")
             except OSError:
                 continue
-            rel = path.relative_to(submission)
+            rel = Path("tinytrain") / path.relative_to(package)
             try:
                 hits = _in_code(ast.parse(text))
             except (SyntaxError, ValueError, RecursionError):

@@ -460,6 +460,7 @@ def _known_section(matches: list[Pair], info: dict[str, Any], limit: int = 10) -
     for key in ("error", "known_error"):
         if info.get(key):
             html.append(f"<p class='bad'>{escape(info[key])}</p>")
+    html.append(_grader_references(info.get("grader_references") or {}))
     shown = [p for p in matches if p.flagged][:limit]
     if not shown:
         html.append(f"<p>No submission shares {KNOWN_MIN} tokens or more with a known "
@@ -481,6 +482,23 @@ def _known_section(matches: list[Pair], info: dict[str, Any], limit: int = 10) -
     more = sum(p.flagged for p in matches) - len(shown)
     if more > 0:
         html.append(f"<p class='muted'>{more} more in similarity.csv.</p>")
+    return "\n".join(html)
+
+
+def _grader_references(found: dict[str, list[str]], limit: int = 3) -> str:
+    """Submissions whose code names the grader's own modules (an import of
+    graders.probes shares no tokens with the code it imports: similarity cannot see it)."""
+    if not found:
+        return "<p>No submission refers to the grader's modules (<code>graders</code>).</p>"
+    html = [f"<p class='bad'>{len(found)} submission(s) refer to the grader's modules "
+            "(<code>graders</code>): the worker blocks such imports, so the attempt is what "
+            "to read.</p><table><tr><th>submission</th><th>where</th></tr>"]
+    for name, refs in sorted(found.items()):
+        shown = "<br>".join(escape(r) for r in refs[:limit])
+        more = f"<br><span class='muted'>and {len(refs) - limit} more</span>" if len(refs) > limit else ""
+        html.append(f"<tr><td><a href='{feedback_href(name)}'>{escape(name)}</a></td>"
+                    f"<td><code>{shown}</code>{more}</td></tr>")
+    html.append("</table>")
     return "\n".join(html)
 
 
