@@ -4,8 +4,8 @@ cases run each rank in its own process.
 
 Each attack is a hostile variant of the reference whose DistributedDataParallel, ZeRO or
 tensor-parallel Linear never communicates through a collective: the ranks swap their
-values through memory the rank threads share (``exchange``, added to the given
-``collectives/state.py``), and a dozen lines added to the given ``collectives/group.py``
+values through memory the rank threads share (``exchange``, in a module of the
+submission's own), and a dozen lines added to the given ``collectives/group.py``
 write the trace events a real collective would have written (``ProcessGroup.forge``,
 fingerprints and all). Graded against the framework's own trace and threads backend, that
 took every point. Each must now score no more than the same shared-memory variant without
@@ -214,10 +214,15 @@ def shared_memory_variant(root: Path, task: str, forged: bool,
     package = root / "tinytrain"
     shutil.copytree(REFERENCE / "tinytrain", package,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    state = package / "distributed/collectives/state.py"
-    state.write_text(state.read_text() + SHARED)
+    # a module of the submission's own (the given files, state.py among them, are put back
+    # by the grader before grading: what is added to them never runs)
+    shared = package / "distributed/collectives/shared_exchange.py"
+    shared.write_text("import threading\n\nfrom .state import state\n" + SHARED)
     file, homework = HOMEWORK[task]
     _replace(package / file, homework if edits is None else edits)
+    homework_file = package / file
+    homework_file.write_text(homework_file.read_text().replace(
+        "from ..collectives.state import", "from ..collectives.shared_exchange import"))
     if forged:
         _replace(package / "distributed/collectives/group.py", [FORGE])
     return root
