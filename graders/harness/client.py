@@ -396,6 +396,7 @@ class InProcessClient:
         self.submission = Path(submission).resolve()
         self._tt: Any = None
         self._root = str(self.submission / "tinytrain")
+        self._guarded: Any = None
 
     def __repr__(self) -> str:
         return "submission"
@@ -413,6 +414,8 @@ class InProcessClient:
         if self._tt is None:
             from . import worker
 
+            self._guarded = worker.Guarded(worker.run_probe, worker.prepare_probes(),
+                                          threads=False)
             try:
                 self._tt, self._root = worker.import_submission(str(self.submission))
             except Exception as exc:
@@ -423,11 +426,10 @@ class InProcessClient:
 
     def call(self, probe: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
         from .. import probes
-        from . import worker
 
         tt = self._import()
         request = _round_trip({"cmd": "call", "probe": probe, "args": list(args), "kwargs": kwargs})
-        reply = _round_trip(worker.run_probe(tt, self._root, probes, request))
+        reply = _round_trip(self._guarded(tt, self._root, probes, request))
         if reply.get("ok"):
             return reply.get("value")
         raise outcome_from_error(reply.get("error") or {})

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..checks import assert_close, assert_conforms
 from ..harness.errors import NotImplementedInSubmission
+from ..probes._cuda_ast import kernel_source
 from ..suites._support import literal
 from .spec import Case, Expect, KernelInfo, WrapperInfo, reproducer
 
@@ -96,7 +97,9 @@ def check_launch(submission: Any, info: KernelInfo, case: Case, label: str = "")
     """Launch the kernel on the case's buffers (through the probe) and check everything."""
     repro = reproducer(case, info.module, info.name)
     what = f"{info.name}{label}"
-    obs = submission.call("cuda.launch", case.launch.wire(info.module, info.name))
+    wire = case.launch.wire(info.module, info.name)
+    wire["source"] = kernel_source(submission, info.module, info.name)
+    obs = submission.call("cuda.launch", wire)
     outputs = {name: np.empty(np.shape(e.value)) for name, e in case.expected.items()}
     assert_conforms(obs, {"outputs": outputs, "written_inputs": None, "oob": None,
                           "guards": None, "stores": None, "loads": None},
@@ -174,11 +177,13 @@ def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: d
                      what=f"tt.cuda.{info.module}.{info.name}", case=description, repro=repro)
 
 
-def check_compile(info: KernelInfo, results: list[Any], index: dict[str, int]) -> None:
-    """The kernel's sm_90 builds: compiled, tensor cores for float16 where required, no
-    TF32 for float32 where the course asks for IEEE float32."""
+def check_compile(info: KernelInfo, results: list[Any], index: dict[str, int],
+                  source: dict[str, Any]) -> None:
+    """The kernel's sm_90 builds (from ``source``, its checked text): compiled, tensor
+    cores for float16 where required, no TF32 for float32 where the course asks for IEEE
+    float32."""
     for request in info.compile_requests():
-        key = _key(request)
+        key = _key({**request, "source": source})
         result = results[index[key]]
         dtype = next(t for p, t in request["signature"].items() if p.endswith("_ptr")
                      and p not in info.pointer_types)

@@ -216,6 +216,10 @@ class _Launchable:
 class _Checker:
     """Checks every address the interpreter is about to touch against the launch's buffers."""
 
+    # no instance dict: a method cannot be shadowed on the instance
+    __slots__ = ("buffers", "kernel", "violation", "stores", "loads", "_count", "_lo", "_hi",
+                 "_trace", "_spans")
+
     def __init__(self) -> None:
         self.buffers: list[GuardedBuffer] = []
         self.kernel = ""
@@ -225,6 +229,8 @@ class _Checker:
         self._count = False
         self._lo = np.zeros(0, np.uint64)
         self._hi = np.zeros(0, np.uint64)
+        self._trace: str | None = None
+        self._spans: list[tuple[str, int, int]] = []
 
     def arm(self, kernel: str, buffers: list[Any], trace: str | None,
             count: bool = False) -> None:
@@ -360,6 +366,8 @@ LAUNCHES: list[str] = []  # "module.kernel" of every interpreted launch, in orde
 class _CheckedInterpreter:
     """Stands in for the interpreter's C++ memory module: checks, then forwards."""
 
+    __slots__ = ("_real",)
+
     def __init__(self, real: Any) -> None:
         self._real = real
 
@@ -453,30 +461,23 @@ def checked(kernel: str, buffers: list[GuardedBuffer], trace: str | None = None)
 
 
 # ----- the student's kernels ---------------------------------------------------------
-def kernel_object(tt: Any, module: str, name: str) -> Any:
-    """The submission's ``tinytrain.cuda.<module>.<name>``, which must be a @triton.jit
-    kernel run by the interpreter."""
-    triton = triton_module()
-    from triton.runtime.interpreter import InterpretedFunction
+def source_kernel(source: dict[str, Any]) -> Any:
+    """The kernel the grader's checked source describes (``graders.probes._cuda_ast``),
+    built from that text alone under the interpreter (``graders.probes._cuda_source``):
+    the submission's module-level code has no part in it. Built afresh for every launch
+    (a few milliseconds): no cache the submission could fill."""
+    from . import _cuda_source
 
-    mod = importlib.import_module(f"{tt.__name__}.cuda.{module}")
-    kernel = getattr(mod, name, None)
-    if kernel is None:
-        raise AttributeError(f"tinytrain.cuda.{module} has no kernel named {name!r}")
-    if not isinstance(kernel, InterpretedFunction) or not callable(getattr(kernel, "fn", None)):
-        what = type(kernel).__name__
-        raise TypeError(f"tinytrain.cuda.{module}.{name} must be a @triton.jit kernel "
-                        f"(got a {what})")
-    del triton
-    return kernel
+    return _cuda_source.build(triton_module(), source)
 
 
-def fresh_launcher(kernel: Any) -> Any:
-    """A new interpreted kernel around the student's function, so that what runs is the
-    function's code under the interpreter, not whatever the kernel object was given."""
-    from triton.runtime.interpreter import InterpretedFunction
+def submission_source(tt: Any, module: str, kernel: str) -> dict[str, Any]:
+    """The checked source of a kernel read from the submission ``tt`` was imported from
+    (a probe run by hand, without the grader, reads it there)."""
+    from . import _cuda_ast
 
-    return InterpretedFunction(kernel.fn, **getattr(kernel, "kwargs", {}))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tt.__file__)))
+    return _cuda_ast.KernelSource(root, module, kernel).wire()
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -487,3 +488,172 @@ def root_cause(exc: BaseException) -> BaseException:
     while isinstance(exc, InterpreterError) and exc.__cause__ is not None and seen < 50:
         exc, seen = exc.__cause__, seen + 1
     return exc
+
+
+# ----- the seal: what the submission must not change ------------------------------------
+# The worker prepares this machinery before it imports the submission (``prepare``) and
+# records every module, class and function the checks run on; before and after each
+# assignment-6 probe it verifies that nothing recorded was replaced (``Seal.broken``), so
+# a submission whose import-time code swaps the bounds checker, the guard comparison, a
+# probe or the interpreter's memory accesses gets an error, not a grade.
+SEALED_MODULES = (
+    "builtins", "ast", "inspect", "linecache", "json", "hashlib", "numpy",
+    "graders.probes", "graders.probes.cuda", "graders.probes._cuda_runtime",
+    "graders.probes._cuda_source", "graders.probes._cuda_ast", "graders.probes._observe",
+    "graders.harness.protocol", "graders.harness.worker",
+    "triton", "triton.language", "triton.language.core", "triton.language.semantic",
+    "triton.language.math", "triton.language.standard", "triton.runtime.interpreter",
+    "triton.runtime.jit", "triton._C.libtriton.interpreter", "triton.compiler",
+    "triton.compiler.compiler", "triton.compiler.code_generator",
+)
+_OWN = ("graders.",)
+
+
+class Seal:
+    """References taken before the submission ran, and the check that they still hold."""
+
+    def __init__(self) -> None:
+        # (label, container, key, value, owner): with an owner (triton.language's modules
+        # and classes) a changed entry is put back, not reported: the interpreter leaves
+        # them patched after a jit function calls another (InterpretedFunction.__call__)
+        self._entries: list[tuple[str, Any, Any, Any, Any]] = []
+        self._attrs: list[tuple[str, Any, str, Any]] = []  # (label, object, attribute, value)
+        self._instances: list[tuple[str, Any, frozenset[str]]] = []
+        self._seen: set[int] = set()
+        self._keep: list[Any] = []
+
+    def _dict(self, label: str, container: Any, owner: Any = None) -> None:
+        for key in list(container.keys()):
+            value = container.get(key)
+            self._entries.append((f"{label}.{key}", container, key, value, owner))
+            self._object(f"{label}.{key}", value)
+
+    def _function(self, label: str, fn: Any) -> None:
+        if id(fn) in self._seen:
+            return
+        self._seen.add(id(fn))
+        self._keep.append(fn)
+        for attr in ("__code__", "__defaults__", "__kwdefaults__", "__closure__"):
+            self._attrs.append((label, fn, attr, getattr(fn, attr)))
+        for i, cell in enumerate(fn.__closure__ or ()):
+            try:
+                self._attrs.append((f"{label} (closure {i})", cell, "cell_contents",
+                                    cell.cell_contents))
+            except ValueError:  # an empty cell
+                pass
+
+    def _object(self, label: str, value: Any) -> None:
+        import types
+
+        if isinstance(value, types.FunctionType):
+            self._function(label, value)
+        elif isinstance(value, (staticmethod, classmethod)):
+            self._object(label, value.__func__)
+        elif isinstance(value, property):
+            for part in (value.fget, value.fset, value.fdel):
+                if part is not None:
+                    self._object(label, part)
+        elif isinstance(value, type) and id(value) not in self._seen and \
+                str(getattr(value, "__module__", "")).startswith(("triton", "graders")):
+            self._seen.add(id(value))
+            self._keep.append(value)
+            language = str(value.__module__).startswith("triton.language")
+            self._dict(label, value.__dict__, value if language else None)
+
+    def instance(self, label: str, obj: Any) -> None:
+        """``obj`` (an instance the checks use) may gain no attribute that shadows its
+        class's."""
+        self._instances.append((label, obj, frozenset(getattr(obj, "__dict__", {}))))
+
+    def module(self, name: str) -> None:
+        module = sys.modules.get(name)
+        if module is None:
+            return
+        self._entries.append((f"sys.modules[{name!r}]", sys.modules, name, module, None))
+        self._dict(name, module.__dict__, module if name.startswith("triton.language") else None)
+
+    def checker(self) -> Any:
+        """A function that lists what was replaced since the seal ([] when nothing), over
+        frozen copies of the records (the worker keeps it, its code and its cells)."""
+        import builtins
+
+        entries, attrs = tuple(self._entries), tuple(self._attrs)
+        instances, modules = tuple(self._instances), tuple(sys.modules.get(name) for name in
+                                                           SEALED_MODULES if name.startswith(_OWN))
+        names = frozenset(k for k in builtins.__dict__ if not k.startswith("__"))
+        gone, get, put = _GONE, getattr, setattr
+
+        def broken() -> list[str]:
+            bad = []
+            for label, container, key, value, owner in entries:
+                if container.get(key, gone) is not value:
+                    if owner is None:
+                        bad.append(label)
+                    else:
+                        put(owner, key, value)
+            bad += [label for label, obj, attr, value in attrs
+                    if get(obj, attr, gone) is not value]
+            for label, obj, keys in instances:
+                added = set(get(obj, "__dict__", {})) - keys
+                bad += [f"{label}.{name}" for name in added if hasattr(type(obj), name)]
+            for module in modules:
+                if module is not None:
+                    bad += [f"{module.__name__}.{key}" for key in module.__dict__
+                            if key in names]
+            return bad
+
+        return broken
+
+
+_GONE = object()
+SEAL: list[Any] = []  # the check of the seal, once taken
+
+
+def prepare() -> Any:
+    """Before the submission is imported (the worker calls this): triton under the
+    interpreter with the checker installed, every probe module of assignment 6 loaded,
+    and the seal taken. Returns the seal's check (``Seal.checker``), or None where triton
+    is not installed (nothing to protect)."""
+    if SEAL:
+        return SEAL[0]
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("triton") is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    try:
+        triton_module()
+    except RuntimeError:
+        return None
+    for name in ("triton.runtime.interpreter", "triton.compiler", "graders.probes.cuda",
+                 "graders.probes._cuda_source", "graders.probes._cuda_ast",
+                 "graders.harness.protocol"):
+        importlib.import_module(name)
+    seal = Seal()
+    for name in SEALED_MODULES:
+        seal.module(name)
+    interpreter = sys.modules["triton.runtime.interpreter"]
+    seal.instance("triton.runtime.interpreter.interpreter_builder",
+                  interpreter.interpreter_builder)
+    seal.instance("triton.runtime.interpreter.interpreter_semantic",
+                  interpreter.interpreter_semantic)
+    real = interpreter._interpreter._real
+    seal._attrs.append(("triton.runtime.interpreter._interpreter._real",
+                        interpreter._interpreter, "_real", real))
+    seal._dict("triton._C.libtriton.interpreter", real.__dict__)
+    from . import _REGISTRY
+
+    seal._dict("graders.probes._REGISTRY", _REGISTRY)
+    check = seal.checker()
+    SEAL.append(check)
+    return check
+
+
+def tampered(broken: list[str]) -> str:
+    """The error for a seal found broken."""
+    shown = ", ".join(broken[:5]) + (f" and {len(broken) - 5} more" if len(broken) > 5 else "")
+    return ("the submission changed the grader's kernel machinery (" + shown + "): the "
+            "bounds checks, guard regions and launches of assignment 6 belong to the grader, "
+            "and a submission that replaces them is not graded")

@@ -61,13 +61,13 @@ def launch(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     first out-of-bounds access (or None), the guard regions that changed, and (with
     ``trace``) the first element each program stored into that buffer, and how many
     elements were loaded from each buffer."""
-    kernel = rt.kernel_object(tt, spec["module"], spec["kernel"])
+    source = spec.get("source") or rt.submission_source(tt, spec["module"], spec["kernel"])
+    runner = rt.source_kernel(source)
     buffers = {}
     for name, b in spec["buffers"].items():
         buffers[name] = rt.GuardedBuffer(name, b["values"], b.get("layout", "contiguous"),
                                          fill_nan=bool(b.get("output")) and not b.get("inout"))
     args = [_argument(a, buffers) for a in spec["args"]]
-    runner = rt.fresh_launcher(kernel)
     grid = tuple(int(g) for g in spec["grid"])
     oob = None
     with rt.checked(spec["kernel"], list(buffers.values()), spec.get("trace")) as checker:
@@ -141,13 +141,26 @@ _COMPILED: dict[str, Any] = {}  # this worker's compile results, by request
 
 @probe
 def compile_sm90(tt: Any, kernels: list[dict[str, Any]]) -> list[Any]:
-    """Compile each ``{"module", "kernel", "signature", "constexprs"}`` of the submission's
-    ``tinytrain.cuda`` for sm_90 (an H100/H200) without a GPU and summarise its PTX. One
-    child process (the interpreter off there) compiles the ones this worker has not compiled
+    """Compile each ``{"module", "kernel", "signature", "constexprs", "source"}`` for sm_90
+    (an H100/H200) without a GPU and summarise its PTX. ``source`` is the grader's checked
+    text of the kernel (``_cuda_ast``; read from the submission when absent, for a probe
+    run by hand): the child builds the kernel from it, as the interpreter does. One child
+    process (the interpreter off there) compiles the ones this worker has not compiled
     yet. A stub kernel gives ``{"not_implemented": message}``."""
     rt.triton_module()
     keys = [json.dumps(k, sort_keys=True) for k in kernels]
-    todo = {key: k for key, k in zip(keys, kernels) if key not in _COMPILED}
+    todo: dict[str, Any] = {}
+    for key, k in zip(keys, kernels):
+        if key in _COMPILED or key in todo:
+            continue
+        if k.get("source"):
+            todo[key] = k
+            continue
+        try:
+            todo[key] = {**k, "source": rt.submission_source(tt, k["module"], k["kernel"])}
+        except AssertionError as exc:  # the source breaks the kernel rules
+            _COMPILED[key] = {"error": {"type": type(exc).__name__, "message": str(exc),
+                                        "where": str(getattr(exc, "where", ""))}}
     if todo:
         for key, result in zip(todo, _compile_in_child(tt, list(todo.values()))):
             _COMPILED[key] = result
@@ -155,11 +168,9 @@ def compile_sm90(tt: Any, kernels: list[dict[str, Any]]) -> list[Any]:
 
 
 def _compile_in_child(tt: Any, kernels: list[dict[str, Any]]) -> list[Any]:
-    submission = os.path.dirname(os.path.dirname(os.path.abspath(tt.__file__)))
     with tempfile.TemporaryDirectory(prefix="tinytrain-compile-") as scratch:
         result_path = os.path.join(scratch, "result.json")
-        request = json.dumps({"submission": submission, "package": tt.__name__,
-                              "kernels": kernels, "result": result_path})
+        request = json.dumps({"kernels": kernels, "result": result_path})
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch,
                "TMPDIR": scratch, "TRITON_CACHE_DIR": os.path.join(scratch, "cache"),
                "TRITON_INTERPRET": "0", "PYTHONDONTWRITEBYTECODE": "1",
