@@ -5,15 +5,16 @@ written, outputs never written (still NaN), and values against torch."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..checks import assert_close, assert_conforms
 from ..harness.errors import NotImplementedInSubmission
-from ..probes._cuda_ast import kernel_source
+from ..probes._cuda_ast import KernelSourceError, _Module, kernel_source
 from ..suites._support import literal
-from .spec import Case, Expect, KernelInfo, WrapperInfo, reproducer
+from .spec import Case, Expect, KernelInfo, Ptr, WrapperInfo, reproducer
 
 COMPILE_TIMEOUT = 50.0  # seconds for one compile call (a child process compiles a batch)
 
@@ -152,12 +153,94 @@ def _wrapper_call(info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
             "print(result)"]
 
 
+_OUTPUTS: dict[str, list[str]] = {}
+
+
+def output_params(info: KernelInfo) -> list[str]:
+    """The kernel's parameters that are outputs only (its first hand-picked case says)."""
+    key = f"{info.module}.{info.name}"
+    if key not in _OUTPUTS:
+        from ..strategies.cuda import fixed
+
+        case = info.edges[0][1](fixed(0), info.dtypes[0])
+        names = []
+        for param, arg in zip(info.params, case.launch.args):
+            buffer = case.launch.buffers.get(getattr(arg, "name", None) or "") \
+                if isinstance(arg, Ptr) else None
+            if buffer is not None and buffer.output and not buffer.inout:
+                names.append(param)
+        _OUTPUTS[key] = names
+    return _OUTPUTS[key]
+
+
+def replay_request(submission: Any, info: WrapperInfo) -> dict[str, Any]:
+    """What the wrapper probe needs to replay the launches a wrapper made: the checked
+    source of every jit function of the wrapper's module, its kernels' modules and the
+    given ``_common``, and the output parameters of the table's kernels."""
+    from . import KERNELS
+
+    root = Path(getattr(submission, "submission", submission))
+    modules = {info.module, "_common", *(k.split(".")[0] for k in info.kernels)}
+    sources: dict[str, Any] = {}
+    for mod in sorted(modules):
+        try:
+            names = sorted(_Module(root, mod).jit)
+        except KernelSourceError:
+            continue
+        for name in names:
+            try:
+                sources[f"{mod}.{name}"] = kernel_source(submission, mod, name)
+            except KernelSourceError as exc:
+                sources[f"{mod}.{name}"] = {"error": str(exc)}
+    outputs = {f"{k.module}.{k.name}": output_params(k) for k in KERNELS
+               if f"{k.module}.{k.name}" in sources}
+    return {"sources": sources, "outputs": outputs}
+
+
+def _check_replay(info: WrapperInfo, obs: dict[str, Any], description: str) -> None:
+    """Each result is what the recorded launches wrote: the probe replayed them with the
+    grader's kernels on fresh memory."""
+    what = f"tt.cuda.{info.module}.{info.name}"
+    if obs.get("replay_error") is not None:
+        raise AssertionError(f"{what}: the grader could not replay the kernel launches it "
+                             f"made: {obs['replay_error']}\n  case: {description}")
+    replayed, unwritten = obs.get("replayed"), obs.get("unwritten")
+    if not isinstance(replayed, list) or not isinstance(unwritten, list) or \
+            len(replayed) != len(obs["results"]) or len(unwritten) != len(replayed):
+        raise AssertionError(f"{what}: malformed answer: no replay of its launches")
+    for k, (got, again, missing) in enumerate(zip(obs["results"], replayed, unwritten)):
+        name = f"result {k}" if len(replayed) > 1 else "the result"
+        if again is None or not isinstance(missing, int) or missing > 0:
+            count = got.size if again is None else missing
+            raise AssertionError(
+                f"{what}: {count} of {got.size} elements of {name} were not written by its "
+                "kernel launches (the grader replayed them, with the same arguments, on "
+                "fresh memory whose outputs start as NaN): the result must be what the "
+                "task's kernels stored, not values computed by NumPy in the wrapper"
+                f"\n  case: {description}")
+        again = np.asarray(again)
+        if again.shape != got.shape or again.dtype != got.dtype:
+            raise AssertionError(f"{what}: malformed answer: the replay of {name} has "
+                                 f"shape {again.shape} and dtype {again.dtype}")
+        differ = (np.ascontiguousarray(again).view(np.uint8).reshape(*got.shape, -1)
+                  != np.ascontiguousarray(got).view(np.uint8).reshape(*got.shape, -1)).any(-1)
+        if differ.any():
+            first = tuple(int(i) for i in np.argwhere(differ)[0])
+            raise AssertionError(
+                f"{what}: {int(differ.sum())} of {got.size} elements of {name} differ from "
+                f"what its kernel launches store when the grader replays them with the same "
+                f"arguments on fresh memory (the first at {_where(first)}): the result must "
+                "be what the task's kernels stored, not changed afterwards"
+                f"\n  case: {description}")
+
+
 def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
                   expected: list[Expect], description: str, values_code: list[str],
                   name_of: Callable[[Any], str | None] = lambda _: None) -> None:
     """Call a task's host function, check its results and that it launched its kernels.
     ``name_of``: the name ``values_code`` gives a drawn array."""
-    obs = submission.call("cuda.wrapper", info.module, info.name, args, kwargs)
+    obs = submission.call("cuda.wrapper", info.module, info.name, args, kwargs,
+                          replay_request(submission, info))
     results = [np.empty(np.shape(e.value)) for e in expected]
     assert_conforms(obs, {"results": results, "launched": None}, what=info.name)
     launched = obs["launched"]
@@ -175,6 +258,7 @@ def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: d
     for k, (got, expect) in enumerate(zip(obs["results"], expected)):
         check_values(f"result {k}" if len(expected) > 1 else "the result", got, expect,
                      what=f"tt.cuda.{info.module}.{info.name}", case=description, repro=repro)
+    _check_replay(info, obs, description)
 
 
 def check_compile(info: KernelInfo, results: list[Any], index: dict[str, int],

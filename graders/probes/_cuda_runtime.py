@@ -15,6 +15,7 @@ a checker cannot see: they are compared byte for byte after the launch.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import sys
@@ -217,8 +218,8 @@ class _Checker:
     """Checks every address the interpreter is about to touch against the launch's buffers."""
 
     # no instance dict: a method cannot be shadowed on the instance
-    __slots__ = ("buffers", "kernel", "violation", "stores", "loads", "_count", "_lo", "_hi",
-                 "_trace", "_spans")
+    __slots__ = ("buffers", "kernel", "violation", "stores", "loads", "stored", "_count", "_lo",
+                 "_hi", "_trace", "_spans", "on_store")
 
     def __init__(self) -> None:
         self.buffers: list[GuardedBuffer] = []
@@ -226,6 +227,8 @@ class _Checker:
         self.violation: dict[str, Any] | None = None
         self.stores: dict[str, list[int]] | None = None  # buffer -> first store per program
         self.loads: dict[str, int] = {}  # elements loaded from each buffer (grader launches)
+        self.stored: dict[str, int] = {}  # elements stored (and atomics) into each buffer
+        self.on_store: Any = None  # called with the addresses of every store (a replay)
         self._count = False
         self._lo = np.zeros(0, np.uint64)
         self._hi = np.zeros(0, np.uint64)
@@ -247,10 +250,12 @@ class _Checker:
         self.stores = {} if trace else None
         self._count = count
         self.loads = {b.name: 0 for b in buffers} if count else {}
+        self.stored = {b.name: 0 for b in buffers} if count else {}
         self._spans = [(b.name, *b.span()) for b in buffers] if count else []
 
     def disarm(self) -> None:
         self.buffers, self._lo, self._hi = [], np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+        self.on_store = None
 
     @property
     def armed(self) -> bool:
@@ -268,11 +273,16 @@ class _Checker:
         ok = inside & (addresses + np.uint64(itemsize) <= self._hi[safe])
         if access == "store" and self._trace is not None:
             self._record_store(addresses, ok, safe)
-        if access == "load" and self._count:
+        if self._count:
+            counts = (self.loads, self.stored) if access == "atomic" else \
+                ((self.loads,) if access == "load" else (self.stored,))
             for name, lo, hi in self._spans:
-                self.loads[name] += int(((addresses >= np.uint64(lo))
-                                         & (addresses < np.uint64(hi))).sum())
+                n = int(((addresses >= np.uint64(lo)) & (addresses < np.uint64(hi))).sum())
+                for table in counts:
+                    table[name] += n
         if ok.all():
+            if access != "load" and self.on_store is not None:
+                self.on_store(addresses, itemsize)
             return
         bad = int(addresses[np.flatnonzero(~ok)[0]])
         self.violation = self._describe(access, bad, itemsize)
@@ -396,6 +406,248 @@ class _CheckedInterpreter:
         return self._real.atomic_cas(ptrs, cmp, value, sem)
 
 
+# ----- recorded launches, and their replay on fresh buffers -------------------------------
+RECORDING: list[list[dict[str, Any]]] = []  # while a wrapper runs: its launches
+
+
+def _np_dtype(name: str) -> np.dtype:
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+
+
+class _ViewArg:
+    """A tensor argument over a NumPy view the grader made (no object of the submission
+    between the interpreter and the memory)."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: np.ndarray) -> None:
+        self.view = view
+
+    @property
+    def dtype(self) -> str:
+        return self.view.dtype.name
+
+    def data_ptr(self) -> int:
+        return self.view.ctypes.data
+
+    def untyped_storage(self) -> _Storage:
+        return _Storage(self.view)
+
+    def storage_offset(self) -> int:
+        return 0
+
+    def size(self) -> tuple[int, ...]:
+        return self.view.shape
+
+    def stride(self, dim: int | None = None) -> Any:
+        strides = tuple(s // self.view.itemsize for s in self.view.strides)
+        return strides if dim is None else strides[dim]
+
+    def new_empty(self, *args: Any, **kwargs: Any) -> _Launchable:
+        return _Launchable(self.view)
+
+
+def _memory_view(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                 dtype: np.dtype) -> np.ndarray:
+    """A view of the memory at ``ptr`` with this layout (strides in elements)."""
+    byte_strides = tuple(s * dtype.itemsize for s in strides)
+    lo = sum((n - 1) * s for n, s in zip(shape, byte_strides) if s < 0 and n > 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, byte_strides) if s > 0 and n > 0)
+    size = hi - lo + dtype.itemsize
+    if any(n == 0 for n in shape):
+        return np.empty(shape, dtype)
+    raw = np.frombuffer((ctypes.c_char * size).from_address(ptr + lo), np.uint8)
+    return np.ndarray(shape, dtype, buffer=raw, offset=-lo, strides=byte_strides)
+
+
+def _pin(arg: Any) -> _ViewArg:
+    """A tensor argument of the submission's, read once: its address, shape, strides and
+    dtype, as a view the interpreter will use (and the record describes)."""
+    if isinstance(arg, _ViewArg):
+        return arg
+    ptr = int(arg.data_ptr())
+    shape = tuple(int(n) for n in arg.size())
+    strides = tuple(int(st) for st in arg.stride())
+    dtype = _np_dtype(str(arg.dtype).rsplit(".", 1)[-1])
+    return _ViewArg(_memory_view(ptr, shape, strides, dtype))
+
+
+def _record(name: str, arg_names: list[str], pinned: dict[str, Any], grid: Any) -> dict[str, Any]:
+    if callable(grid):
+        grid = grid({n: (a.view if isinstance(a, _ViewArg) else a) for n, a in pinned.items()})
+    grid = tuple(int(g) for g in grid)
+    args: dict[str, Any] = {}
+    for n, a in pinned.items():
+        if isinstance(a, _ViewArg):
+            v = a.view
+            args[n] = {"ptr": int(v.ctypes.data), "shape": v.shape, "dtype": v.dtype,
+                       "strides": tuple(st // v.itemsize for st in v.strides),
+                       "before": np.array(v, copy=True)}
+        else:
+            args[n] = {"value": a}
+    return {"kernel": name, "grid": grid, "args": args, "order": list(arg_names)}
+
+
+def _span_of(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...],
+             itemsize: int) -> tuple[int, int]:
+    lo = hi = ptr
+    for n, st in zip(shape, strides):
+        if n > 0:
+            step = (n - 1) * st * itemsize
+            lo, hi = (lo + step, hi) if step < 0 else (lo, hi + step)
+    return lo, hi + itemsize
+
+
+class _Shadow:
+    """Fresh memory standing for the wrapper's: disjoint byte regions at the wrapper's
+    addresses, each with what was stored into it by replayed launches."""
+
+    def __init__(self, arguments: list[tuple[int, int, np.ndarray]]) -> None:
+        self.regions: list[list[Any]] = []  # [lo, hi, bytes, written]
+        self.arguments = arguments  # (lo, hi, raw bytes at call time): argument_images
+        self.private: list[np.ndarray] = []  # the inputs' own memory
+
+    def input(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...],
+              dtype: np.dtype, values: np.ndarray) -> np.ndarray:
+        """Fresh memory holding ``values`` in this layout (an input of one launch)."""
+        lo, hi = _span_of(ptr, shape, strides, dtype.itemsize)
+        raw = np.full(hi - lo, 0xA5, np.uint8)
+        self.private.append(raw)
+        view = _memory_view(raw.ctypes.data + (ptr - lo), shape, strides, dtype)
+        view[...] = values
+        return view
+
+    def in_arguments(self, lo: int, hi: int) -> bool:
+        return any(a <= lo and hi <= b for a, b, _ in self.arguments)
+
+    def region(self, lo: int, hi: int) -> list[Any]:
+        """The region covering [lo, hi), made (or merged) as needed: new bytes are the
+        wrapper arguments' at call time where they lie, NaN-pattern bytes elsewhere."""
+        touching = [r for r in self.regions if r[0] < hi and lo < r[1]]
+        if len(touching) == 1 and touching[0][0] <= lo and hi <= touching[0][1]:
+            return touching[0]
+        new_lo = min([lo, *[r[0] for r in touching]])
+        new_hi = max([hi, *[r[1] for r in touching]])
+        data = np.full(new_hi - new_lo, 0xA5, np.uint8)
+        written = np.zeros(new_hi - new_lo, bool)
+        for a, b, raw in self.arguments:
+            x, y = max(a, new_lo), min(b, new_hi)
+            if x < y:
+                data[x - new_lo:y - new_lo] = raw[x - a:y - a]
+        for r in touching:
+            data[r[0] - new_lo:r[1] - new_lo] = r[2]
+            written[r[0] - new_lo:r[1] - new_lo] = r[3]
+            self.regions.remove(r)
+        region = [new_lo, new_hi, data, written]
+        self.regions.append(region)
+        return region
+
+    def view(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...],
+             dtype: np.dtype) -> tuple[np.ndarray, list[Any]]:
+        lo, hi = _span_of(ptr, shape, strides, dtype.itemsize)
+        region = self.region(lo, hi)
+        base = region[2].ctypes.data + (ptr - region[0])
+        return _memory_view(base, shape, strides, dtype), region
+
+    def mark(self, addresses: np.ndarray, itemsize: int) -> None:
+        """Stores of a replayed launch (addresses in the fresh memory)."""
+        for region in self.regions:
+            base = region[2].ctypes.data
+            inside = (addresses >= np.uint64(base)) & \
+                (addresses < np.uint64(base + region[2].size))
+            for k in range(itemsize):
+                region[3][(addresses[inside] - np.uint64(base)).astype(np.int64) + k] = True
+
+    def read(self, array: np.ndarray) -> tuple[np.ndarray | None, int]:
+        """What the replay left where ``array`` lies, and how many of its elements no
+        replayed store wrote (None: no replayed launch touched that memory)."""
+        if array.size == 0:
+            return np.array(array, copy=True), 0
+        strides = tuple(st // array.itemsize for st in array.strides)
+        lo, hi = _span_of(array.ctypes.data, array.shape, strides, array.itemsize)
+        region = next((r for r in self.regions if r[0] <= lo and hi <= r[1]), None)
+        if region is None:
+            return None, int(array.size)
+        base = region[2].ctypes.data + (array.ctypes.data - region[0])
+        values = np.array(_memory_view(base, array.shape, strides, array.dtype), copy=True)
+        flags = _memory_view(region[3].ctypes.data + (array.ctypes.data - region[0]),
+                             array.shape, tuple(array.strides), np.dtype(bool))
+        unwritten = int((~flags).sum())  # the first byte of each element
+        return values, unwritten
+
+
+def argument_images(arrays: list[np.ndarray]) -> list[tuple[int, int, np.ndarray]]:
+    """The bytes of each array's memory (taken before the wrapper runs)."""
+    images = []
+    for a in arrays:
+        if a.size:
+            lo, hi = _span_of(a.ctypes.data, a.shape,
+                              tuple(st // a.itemsize for st in a.strides), a.itemsize)
+            images.append((lo, hi, np.frombuffer(ctypes.string_at(lo, hi - lo),
+                                                 np.uint8).copy()))
+    return images
+
+
+def replay(log: list[dict[str, Any]], sources: dict[str, Any], outputs: dict[str, list[str]],
+           arguments: list[tuple[int, int, np.ndarray]]) -> _Shadow:
+    """The recorded launches again, in order, with the grader's kernels (built from
+    ``sources``, by "module.kernel") and the recorded arguments, on fresh memory: inputs
+    hold what they held at their launch, outputs (``outputs``: by kernel, the parameters
+    the grader knows as outputs; else those stored and never loaded) start as NaN
+    patterns, and buffers updated in place hold what the replay left there (the wrapper's
+    arguments as they were called). Raises where a launch cannot be replayed."""
+    shadow = _Shadow(arguments)
+    for number, rec in enumerate(log):
+        module, _, kernel = rec["kernel"].rpartition(".")
+        key = f"{module.rpartition('.')[2]}.{kernel}"
+        if key not in sources:
+            raise KeyError(f"launch {number + 1} ran {kernel}, which the grader does not "
+                           "replay (not a kernel of the task's modules)")
+        if "error" in sources[key]:
+            raise RuntimeError(f"launch {number + 1} ran {kernel}: {sources[key]['error']}")
+        runner = source_kernel(sources[key])
+        loaded, stored = set(rec.get("loaded", ())), set(rec.get("stored", ()))
+        known = set(outputs.get(key, ()))
+        tensors = {n: a for n, a in rec["args"].items() if "value" not in a}
+        roles = {n: "output" if n in known or (n in stored and n not in loaded) else
+                 ("inout" if n in stored else "input") for n in tensors}
+        for name, a in tensors.items():  # the regions first: making one may merge others
+            if roles[name] != "input":
+                shadow.region(*_span_of(a["ptr"], a["shape"], a["strides"],
+                                        np.dtype(a["dtype"]).itemsize))
+        values: dict[str, Any] = {n: a["value"] for n, a in rec["args"].items() if "value" in a}
+        spans = []
+        for name, a in tensors.items():
+            dtype = np.dtype(a["dtype"])
+            kind = roles[name]
+            if kind == "input":  # what it held at its launch, in its layout
+                view = shadow.input(a["ptr"], a["shape"], a["strides"], dtype, a["before"])
+            else:
+                view, _ = shadow.view(a["ptr"], a["shape"], a["strides"], dtype)
+                lo, hi = _span_of(a["ptr"], a["shape"], a["strides"], dtype.itemsize)
+                if kind == "output":
+                    with np.errstate(all="ignore"):
+                        view[...] = _sentinel(dtype)[0]
+                elif not shadow.in_arguments(lo, hi):  # in place, in the wrapper's memory
+                    view[...] = a["before"]
+            arg = _ViewArg(view)
+            values[name] = arg
+            spans.append(_ArgSpan(name, arg))
+        CHECKER.arm(kernel, spans, None)
+        CHECKER.on_store = shadow.mark
+        try:
+            with np.errstate(all="ignore"):
+                runner[tuple(rec["grid"])](**values)
+        finally:
+            CHECKER.disarm()
+    return shadow
+
+
 _installed: list[bool] = []
 
 
@@ -434,16 +686,29 @@ def _install() -> None:
         if warmup:
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
         fn = self.fn
-        LAUNCHES.append(f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}")
+        name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}"
+        LAUNCHES.append(name)
         if CHECKER.armed:  # a grader's launch: its guarded buffers are armed already
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
-        # any other launch (a wrapper's, the device's) may touch the tensors it was given
+        # any other launch (a wrapper's, the device's) may touch the tensors it was given;
+        # they are pinned (address, shape, strides, dtype read once) and recorded
         named = [*zip(self.arg_names, args), *kwargs.items()]
-        spans = [_ArgSpan(name, a) for name, a in named if hasattr(a, "data_ptr")]
-        CHECKER.arm(getattr(fn, "__name__", "?"), spans, None)
+        pinned = {n: _pin(a) if hasattr(a, "data_ptr") else a for n, a in named}
+        record = None
+        if RECORDING:
+            record = _record(name, self.arg_names, pinned, grid)
+            RECORDING[0].append(record)
+            grid = tuple(record["grid"])
+        positional = [pinned[n] for n, _ in zip(self.arg_names, args)]
+        keywords = {n: pinned[n] for n in kwargs}
+        spans = [_ArgSpan(n, a) for n, a in pinned.items() if isinstance(a, _ViewArg)]
+        CHECKER.arm(getattr(fn, "__name__", "?"), spans, None, count=record is not None)
         try:
-            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+            return run(self, *positional, grid=grid, warmup=warmup, **keywords)
         finally:
+            if record is not None:
+                record["loaded"] = sorted(n for n, c in CHECKER.loads.items() if c)
+                record["stored"] = sorted(n for n, c in CHECKER.stored.items() if c)
             CHECKER.disarm()
 
     cls.run = counted_run

@@ -113,26 +113,48 @@ def _laid_out(value: Any) -> Any:
 
 @probe
 def wrapper(tt: Any, module: str, function: str, args: list[Any],
-            kwargs: dict[str, Any]) -> dict[str, Any]:
+            kwargs: dict[str, Any], replay: dict[str, Any] | None = None) -> dict[str, Any]:
     """Call ``tinytrain.cuda.<module>.<function>(*args, **kwargs)`` (NumPy arrays in and
-    out) and record the kernels it launched."""
+    out) and record the kernels it launched, with their arguments. With ``replay``
+    ({"sources": checked source by "module.kernel", "outputs": output parameters by
+    "module.kernel"}) the probe launches the recorded kernels again itself, built from
+    the grader's source, with the recorded arguments on fresh memory, and returns what
+    that replay left where each result lies ("replayed", None where no replayed launch
+    wrote) and how many of its elements no replayed store wrote ("unwritten")."""
     rt.triton_module()
     mod = __import__(f"{tt.__name__}.cuda.{module}", fromlist=["_"])
     fn = getattr(mod, function)
+    laid = [_laid_out(a) for a in args]
+    images = rt.argument_images([a for a in laid if isinstance(a, np.ndarray)])
     rt.LAUNCHES.clear()
+    log: list[dict[str, Any]] = []
+    rt.RECORDING[:] = [log]
     try:
-        result = fn(*[_laid_out(a) for a in args], **kwargs)
+        result = fn(*laid, **kwargs)
     except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
         _raise_cause(exc)
+    finally:
+        rt.RECORDING.clear()
+        rt.CHECKER.disarm()
     launched = list(rt.LAUNCHES)
     results = result if isinstance(result, tuple) else (result,)
-    values = []
     for r in results:
         if not isinstance(r, np.ndarray):
             raise TypeError(f"tinytrain.cuda.{module}.{function} returned a "
                             f"{type_name(r)}, not a numpy.ndarray")
-        values.append(np.array(r, copy=True))
-    return {"results": values, "launched": launched}
+    values = [np.array(r, copy=True) for r in results]
+    observed: dict[str, Any] = {"results": values, "launched": launched}
+    if replay is not None:
+        try:
+            shadow = rt.replay(log, replay["sources"], replay.get("outputs", {}), images)
+        except Exception as exc:  # noqa: BLE001 - the replay's failure is the observation
+            cause = rt.root_cause(exc)
+            observed["replay_error"] = f"{type(cause).__name__}: {cause}"[:2000]
+            return observed
+        seen = [shadow.read(r) for r in results]
+        observed["replayed"] = [v for v, _ in seen]
+        observed["unwritten"] = [n for _, n in seen]
+    return observed
 
 
 _COMPILER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_compile.py")
