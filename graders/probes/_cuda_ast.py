@@ -185,6 +185,7 @@ class _Module:
 
     def _assigned(self, name: str, value: ast.expr | None, node: ast.stmt) -> None:
         # a later binding of the name replaces an earlier one: forget what it was
+        self.jit.pop(name, None)
         self.tl.discard(name)
         self.triton.discard(name)
         self.constants.pop(name, None)
@@ -193,8 +194,9 @@ class _Module:
             self.other[name] = node.lineno
             return
         dotted = _dotted(value)
-        if dotted is not None and len(dotted) == 2 and dotted[1] == "language" \
-                and dotted[0] in self.triton:
+        if dotted is not None and ((len(dotted) == 2 and dotted[1] == "language"
+                                    and dotted[0] in self.triton)
+                                   or (len(dotted) == 1 and dotted[0] in self.tl)):
             self.tl.add(name)
             return
         if isinstance(value, ast.Call) and name == "triton" and not value.args:
