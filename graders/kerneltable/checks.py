@@ -13,6 +13,7 @@ import numpy as np
 from ..checks import assert_close, assert_conforms
 from ..harness.errors import NotImplementedInSubmission
 from ..probes._cuda_ast import KernelSourceError, _Module, kernel_source
+from ..probes._cuda_fill import from_undefined_lanes, never_written
 from ..suites._support import literal
 from .spec import Case, Expect, KernelInfo, Ptr, WrapperInfo, reproducer
 
@@ -39,8 +40,10 @@ def check_values(name: str, got: np.ndarray, expect: Expect, *, what: str, case:
     if got.dtype.name != dtype:
         raise AssertionError(f"{what}: {name} holds {got.dtype}, expected {dtype}\n"
                              f"  case: {case}")
-    untouched = np.isnan(got.astype(np.float64)) & ~np.isnan(expected.astype(np.float64)) \
-        if got.dtype.kind == "f" else np.zeros(got.shape, bool)
+    with np.errstate(invalid="ignore"):
+        nan = np.isnan(got.astype(np.float64)) & ~np.isnan(expected.astype(np.float64)) \
+            if got.dtype.kind == "f" else np.zeros(got.shape, bool)
+    untouched = nan & never_written(got)
     if untouched.any():
         first = tuple(int(i) for i in np.argwhere(untouched)[0])
         raise AssertionError(
@@ -48,6 +51,15 @@ def check_values(name: str, got: np.ndarray, expect: Expect, *, what: str, case:
             f"written (they still hold the NaN the grader filled {name} with), the first at "
             f"{_where(first)}: a tile the grid or the masks skip?\n  case: {case}\n"
             f"  reproduce:\n" + _indent(repro))
+    undefined = nan & from_undefined_lanes(got)
+    if undefined.any():
+        first = tuple(int(i) for i in np.argwhere(undefined)[0])
+        raise AssertionError(
+            f"{what}: {int(undefined.sum())} of {got.size} elements of {name} are NaN where "
+            f"torch has a number, the first at {_where(first)}: a reduction included "
+            "masked-out lanes: a load without `other` is undefined there (the grader reads "
+            "them as NaN; give the load an `other` that leaves the reduction unchanged, "
+            f"0.0 for a sum, -inf for a max)\n  case: {case}\n  reproduce:\n" + _indent(repro))
     if expect.bound is not None:
         _check_bound(name, got, expect, what=what, case=case, repro=repro)
         return
