@@ -1,10 +1,14 @@
 """Probes for assignment 6 (Triton kernels and the cuda device).
 
-``launch`` runs one of the student's ``@triton.jit`` kernels itself, on buffers and a grid
-the grader describes, under the interpreter with every access bounds-checked; outputs start
-as NaN and every buffer sits between guard regions. ``wrapper`` calls a task's host
-function and records which kernels it launched. ``compile`` compiles a kernel for sm_90 in
-a child process (no GPU needed) and returns a summary of its PTX.
+``launch`` builds one of the student's ``@triton.jit`` kernels from the source text the
+grader checked (``_cuda_ast``, ``_cuda_source``: never the submission's module) and runs
+it on buffers and a grid the grader describes, under the interpreter with every access
+bounds-checked; outputs start as NaN and every buffer sits between guard regions.
+``wrapper`` calls a task's host function, records the launches it made and replays them
+with the grader's kernels on fresh memory. ``compile_sm90`` compiles a kernel, from the
+same text, for sm_90 in a child process (no GPU needed) and returns a summary of its PTX.
+The worker loads and seals all of this before the submission is imported
+(``_cuda_runtime.prepare``).
 """
 
 from __future__ import annotations
@@ -57,7 +61,8 @@ def _raise_cause(exc: BaseException) -> None:
 @probe
 def launch(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """Launch ``tinytrain.cuda.<module>.<kernel>[grid](*args, **constexprs)`` on the
-    grader's buffers. Returns every output buffer's values, the inputs that changed, the
+    grader's buffers, the kernel built from ``spec["source"]`` (the grader's checked text;
+    read from the submission when absent, for a probe run by hand). Returns every output buffer's values, the inputs that changed, the
     first out-of-bounds access (or None), the guard regions that changed, and (with
     ``trace``) the first element each program stored into that buffer, and how many
     elements were loaded from each buffer."""
