@@ -64,8 +64,8 @@ def launch(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     grader's buffers, the kernel built from ``spec["source"]`` (the grader's checked text;
     read from the submission when absent, for a probe run by hand). Returns every output
     buffer's values, the inputs that changed, the first out-of-bounds access (or None),
-    the guard regions that changed, and (with ``trace``) the first element each program stored into that buffer, and how many
-    elements were loaded from each buffer."""
+    the guard regions that changed, and (with ``trace``) the first element each program
+    stored into that buffer, and how many elements were loaded from each buffer."""
     source = spec.get("source") or rt.submission_source(tt, spec["module"], spec["kernel"])
     runner = rt.source_kernel(source)
     buffers = {}
