@@ -161,9 +161,10 @@ def prepare_probes() -> Any:
     None where triton is not installed."""
     try:
         from graders.probes import _cuda_runtime
-    except ImportError:
+
+        return _cuda_runtime.prepare()
+    except Exception:  # noqa: BLE001 - triton unusable here: assignment 6's probes say why
         return None
-    return _cuda_runtime.prepare()
 
 
 class Guarded:

@@ -76,6 +76,8 @@ def _literal(node: ast.AST) -> Any:
         return node.value
     if isinstance(node, ast.Tuple):
         return tuple(_literal(e) for e in node.elts)
+    if isinstance(node, ast.List):
+        return [_literal(e) for e in node.elts]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _literal(node.operand)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
