@@ -414,7 +414,7 @@ class InProcessClient:
         if self._tt is None:
             from . import worker
 
-            self._guarded = worker.Guarded(worker.run_probe, worker.prepare_probes(),
+            self._guarded = worker.Guarded(worker.run_probe, worker.prepare_probes(threads=False),
                                           threads=False)
             try:
                 self._tt, self._root = worker.import_submission(str(self.submission))

@@ -155,14 +155,14 @@ def import_submission(submission: str) -> tuple[Any, str]:
     return module, root
 
 
-def prepare_probes() -> Any:
+def prepare_probes(threads: bool = True) -> Any:
     """Before the submission is imported: assignment 6's machinery (triton under the
     interpreter, the bounds checker, the probes) loaded and sealed; the seal's check, or
     None where triton is not installed."""
     try:
         from graders.probes import _cuda_runtime
 
-        return _cuda_runtime.prepare()
+        return _cuda_runtime.prepare(threads)
     except Exception:  # noqa: BLE001 - triton unusable here: assignment 6's probes say why
         return None
 

@@ -598,7 +598,12 @@ def replay(log: list[dict[str, Any]], sources: dict[str, Any], outputs: dict[str
     the grader knows as outputs; else those stored and never loaded) start as NaN
     patterns, and buffers updated in place hold what the replay left there (the wrapper's
     arguments as they were called). Raises where a launch cannot be replayed."""
-    shadow = _Shadow(arguments)
+    with alone():
+        return _replay(log, sources, outputs, _Shadow(arguments))
+
+
+def _replay(log: list[dict[str, Any]], sources: dict[str, Any], outputs: dict[str, list[str]],
+            shadow: _Shadow) -> _Shadow:
     for number, rec in enumerate(log):
         module, _, kernel = rec["kernel"].rpartition(".")
         key = f"{module.rpartition('.')[2]}.{kernel}"
@@ -713,12 +718,34 @@ def _install() -> None:
     _installed.append(True)
 
 
+ALONE: list[bool] = []  # set by the worker: its threads are the submission's
+
+
+@contextmanager
+def alone() -> Any:
+    """While the grader's own launches run: no thread of the submission alive beside them,
+    and no garbage collection (whose finalizers could run the submission's code)."""
+    import gc
+
+    if ALONE and len(sys._current_frames()) > 1:
+        raise RuntimeError("a thread of the submission is still running: the grader launches "
+                           "kernels only with no other thread alive")
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 @contextmanager
 def checked(kernel: str, buffers: list[GuardedBuffer], trace: str | None = None) -> Any:
     """Bounds-check every access while the block runs (one launch of ``kernel``)."""
     CHECKER.arm(kernel, buffers, trace, count=True)
     try:
-        yield CHECKER
+        with alone():
+            yield CHECKER
     finally:
         CHECKER.disarm()
 
@@ -872,11 +899,14 @@ _GONE = object()
 SEAL: list[Any] = []  # the check of the seal, once taken
 
 
-def prepare() -> Any:
+def prepare(threads: bool = False) -> Any:
     """Before the submission is imported (the worker calls this): triton under the
     interpreter with the checker installed, every probe module of assignment 6 loaded,
     and the seal taken. Returns the seal's check (``Seal.checker``), or None where triton
-    is not installed (nothing to protect)."""
+    is not installed (nothing to protect). ``threads``: every other thread of this process
+    is the submission's (the worker), so the grader's launches refuse to run beside one."""
+    if threads and not ALONE:
+        ALONE.append(True)
     if SEAL:
         return SEAL[0]
     import importlib.util
