@@ -118,7 +118,7 @@ class OutputCapture:
 class _Worker:
     """One worker process and its pipes, in a fresh scratch folder of the sandbox."""
 
-    def __init__(self, sandbox: Sandbox, output_cap: int) -> None:
+    def __init__(self, sandbox: Sandbox, output_cap: int, cuda: bool = True) -> None:
         self.sandbox = sandbox
         self.scratch, self.submission = sandbox.new_scratch()
         to_worker_r, self.to_worker = os.pipe()
@@ -128,6 +128,8 @@ class _Worker:
                     fcntl.fcntl(self.to_worker, fcntl.F_GETFL) | os.O_NONBLOCK)
         cmd, env = sandbox.worker_command(to_worker_r, from_worker_w, self.scratch,
                                           self.submission)
+        if not cuda:  # no assignment-6 task: the worker skips loading triton
+            cmd = [*cmd[:-1], "--no-cuda", cmd[-1]]
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -250,9 +252,13 @@ class SandboxClient:
         call_timeout: float = 10.0,
         start_timeout: float = 30.0,
         output_cap: int = 2048,
+        cuda: bool = True,
     ) -> None:
+        """``cuda``: the worker loads and seals assignment 6's machinery before the
+        submission (False where no assignment-6 task is graded: its probes then refuse)."""
         self.submission = Path(submission).resolve()
         self.sandbox = sandbox
+        self.cuda = cuda
         self.call_timeout = call_timeout
         self.start_timeout = start_timeout
         self.output_cap = output_cap
@@ -304,7 +310,7 @@ class SandboxClient:
     def _ensure_worker(self) -> _Worker:
         if self._worker is not None:
             return self._worker
-        worker = _Worker(self.sandbox, self.output_cap)
+        worker = _Worker(self.sandbox, self.output_cap, self.cuda)
         self._worker = worker
         start_deadline = time.monotonic() + self.start_timeout
         deadline = min(start_deadline, self._test_deadline)

@@ -174,8 +174,8 @@ class Guarded:
     in-process). Everything it calls is taken when it is made, before the submission
     runs."""
 
-    def __init__(self, run: Any, check: Any, threads: bool = True) -> None:
-        self.run, self.check, self.threads = run, check, threads
+    def __init__(self, run: Any, check: Any, threads: bool = True, cuda: bool = True) -> None:
+        self.run, self.check, self.threads, self.cuda = run, check, threads, cuda
         self.code = None if check is None else check.__code__
         self.cells = () if check is None else tuple(c.cell_contents for c in check.__closure__)
         self.frames = sys._current_frames
@@ -195,7 +195,12 @@ class Guarded:
         return broken
 
     def __call__(self, tt: Any, root: str, probes: Any, request: dict[str, Any]) -> dict[str, Any]:
-        if self.check is None or not str(request.get("probe", "")).startswith("cuda."):
+        cuda = str(request.get("probe", "")).startswith("cuda.")
+        if cuda and not self.cuda:
+            return {"ok": False, "error": {
+                "kind": "harness", "type": "RuntimeError", "traceback": "",
+                "message": "this worker was started without assignment 6's machinery"}}
+        if self.check is None or not cuda:
             return self.run(tt, root, probes, request)
         broken = self._broken()
         if not broken:
@@ -207,10 +212,10 @@ class Guarded:
         return reply
 
 
-def serve(fd_in: int, fd_out: int, submission: str) -> None:
+def serve(fd_in: int, fd_out: int, submission: str, cuda: bool = True) -> None:
     from graders import probes
 
-    guarded = Guarded(run_probe, prepare_probes())
+    guarded = Guarded(run_probe, prepare_probes() if cuda else None, cuda=cuda)
     read, encode, write = protocol.read_message, protocol.encode, os.write
     root = os.path.realpath(os.path.join(submission, "tinytrain"))
     try:
@@ -273,6 +278,8 @@ def main() -> None:
     parser.add_argument("--uid", type=int, default=-1)
     parser.add_argument("--gid", type=int, default=-1)
     parser.add_argument("--namespaces", action="store_true")
+    parser.add_argument("--no-cuda", action="store_true",
+                        help="no assignment-6 probe will be asked: do not load triton")
     parser.add_argument("submission")
     args = parser.parse_args()
     if args.uid >= 0:
@@ -282,7 +289,7 @@ def main() -> None:
     install_import_blocker()
     # on a deadline the grader sends SIGUSR1 first: the stack shows where the code hung
     faulthandler.register(signal.SIGUSR1, all_threads=False)
-    serve(args.fd_in, args.fd_out, os.path.realpath(args.submission))
+    serve(args.fd_in, args.fd_out, os.path.realpath(args.submission), cuda=not args.no_cuda)
 
 
 if __name__ == "__main__":
