@@ -10,7 +10,8 @@ interpreter and the compiler, and no kernel can branch on which one runs it.
 
 A kernel body may use only ``tl`` (``triton.language``), other ``@triton.jit`` functions of
 the submission (of its module, or imported with ``from .module import name``), constants
-of the module defined as ``NAME = tl.constexpr(<literal>)``, a few builtins Triton's
+of the module defined as ``NAME = tl.constexpr(<literal>)`` (or ``NAME: tl.constexpr =
+<literal>``), a few builtins Triton's
 compiler knows, and attributes of its values that Triton defines (``x.to``,
 ``ptr.dtype.element_ty``, ...). Anything else (NumPy, ``os``, ``triton.knobs``, a module
 global set at import time, a tensor's ``.handle``, dunder attributes) is refused with the
@@ -176,6 +177,19 @@ class _Module:
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign):
             targets, value = [node.target], node.value
+            annotation = _dotted(node.annotation)
+            if isinstance(node.target, ast.Name) and value is not None and annotation and \
+                    len(annotation) == 2 and annotation[0] in self.tl and \
+                    annotation[1] == "constexpr":
+                try:  # NAME: tl.constexpr = <literal>
+                    literal = _literal(value)
+                except ValueError:
+                    pass
+                else:
+                    self._assigned(node.target.id, None, node)
+                    self.other.pop(node.target.id, None)
+                    self.constants[node.target.id] = literal
+                    return
         for target in targets:
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
