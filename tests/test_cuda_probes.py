@@ -480,3 +480,64 @@ def test_a_kernel_rebound_after_its_def_is_not_a_kernel(tmp_path):
     (cuda / "m.py").write_text(SOURCE_HEAD + "    tl.store(y_ptr + offs, x)\n\n\nk = helper\n")
     with pytest.raises(KernelSourceError, match=r"defines k \(line \d+\) without @triton\.jit"):
         KernelSource(tmp_path, "m", "k")
+
+
+# ----- the seal of the worker's kernel machinery -------------------------------------------
+def _sealed(submission: Path, init: str, code: str) -> dict:
+    """The worker's way: the machinery prepared and sealed, then a submission whose
+    ``tinytrain/__init__.py`` is ``init`` imported, then ``code`` (sets ``result``)."""
+    (submission / "tinytrain").mkdir(parents=True, exist_ok=True)
+    (submission / "tinytrain" / "__init__.py").write_text(textwrap.dedent(init))
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from graders.harness import worker
+        from graders import probes
+        guarded = worker.Guarded(worker.run_probe, worker.prepare_probes())
+        tt, root = worker.import_submission({str(submission)!r})
+        def call(name):
+            return guarded(tt, root, probes, {{"probe": name, "args": [], "kwargs": {{}}}})
+    """) + textwrap.dedent(code) + '\nprint("RESULT" + json.dumps(result, default=str))\n'
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=240, cwd=ROOT, env={"PATH": "/usr/bin:/bin"})
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
+    assert line is not None, f"the probe process died ({proc.returncode}): {proc.stderr[-3000:]}"
+    return json.loads(line[len("RESULT"):])
+
+
+@pytest.mark.parametrize("patch", [
+    "rt._Checker.check = lambda self, *a, **k: None",
+    "rt.GuardedBuffer.corrupted = lambda self: None",
+    "rt.source_kernel.__code__ = (lambda source: None).__code__",
+    "import triton.runtime.interpreter as i; i._interpreter = i._interpreter._real",
+    "import graders.probes as p; p._REGISTRY['cuda.launch'] = lambda tt, spec: {}",
+    "import builtins; rt.len = builtins.len",
+])
+def test_replacing_the_machinery_at_import_is_refused(tmp_path, patch):
+    result = _sealed(tmp_path, f"import graders.probes._cuda_runtime as rt\n{patch}\n",
+                     "result = [call('cuda.environment'), call('ops.nothing')]")
+    cuda, other = result
+    assert cuda["ok"] is False and cuda["error"]["type"] == "TamperingError", cuda
+    assert "changed the grader's kernel machinery" in cuda["error"]["message"]
+    assert other["error"]["type"] != "TamperingError"  # other assignments are not refused
+
+
+def test_the_interpreter_s_own_patches_are_put_back_not_refused(tmp_path):
+    """triton leaves tl functions patched after a jit function calls another; the seal puts
+    them back instead of failing the next probe."""
+    result = _sealed(tmp_path, "", """
+        import triton.language as tl
+        original = tl.core.program_id
+        tl.core.program_id = lambda *a, **k: 0
+        first = call('cuda.environment')
+        result = [first["ok"], tl.core.program_id is original]
+    """)
+    assert result == [True, True]
+
+
+def test_a_thread_left_running_stops_the_cuda_probes(tmp_path):
+    result = _sealed(tmp_path, """
+        import threading, time
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    """, "result = call('cuda.environment')")
+    assert result["ok"] is False and "thread" in result["error"]["message"], result
