@@ -190,3 +190,21 @@ def _scaled(v, SCALE: tl.constexpr):
     tests = _grade(_variant(tmp_path, edit), tmp_path)
     bad = {n: t["message"][:300] for n, t in tests.items() if t["status"] != "passed"}
     assert not bad, bad
+
+
+def test_the_device_runs_the_checked_source_of_its_kernels(tmp_path):
+    """A kernel reading a plain module global runs under the interpreter (and fails only
+    its sm_90 compile): the device's tests launch the grader's build of the source, so they
+    fail with the rule, as the kernel's own tests do."""
+
+    def edit(sub: Path) -> None:
+        softmax = sub / "tinytrain/cuda/softmax.py"
+        _replace(softmax, "mask=mask, other=0.0).to(tl.float32)",
+                 "mask=mask, other=0.0).to(tl.float32) * _ONE")
+        _replace(softmax, "\n\n@triton.jit\ndef softmax_kernel", "\n_ONE = 1.0\n\n\n@triton.jit\n"
+                 "def softmax_kernel")
+
+    score = grade(_variant(tmp_path, edit), tmp_path / "out", "--tasks", "6.7", timeout=900)
+    device = _tests(score, "6.7")["test_device_op[softmax]"]
+    assert device["status"] in ("failed", "error"), device
+    assert "_ONE is a module global" in device["message"], device["message"]

@@ -209,6 +209,28 @@ def replay_request(submission: Any, info: WrapperInfo) -> dict[str, Any]:
     return {"sources": sources, "outputs": outputs}
 
 
+def device_kernels(submission: Any) -> dict[str, Any]:
+    """The checked source of every jit function in the submission's ``tinytrain/cuda``
+    (by "module.kernel"; {"error": why} where it breaks the rules): the device's probes
+    launch these builds instead of the modules' kernel objects."""
+    root = Path(getattr(submission, "submission", submission))
+    sources: dict[str, Any] = {}
+    for path in sorted((root / "tinytrain" / "cuda").glob("*.py")):
+        mod = path.stem
+        if not mod.isidentifier():
+            continue
+        try:
+            names = sorted(_Module(root, mod).jit)
+        except KernelSourceError:
+            continue
+        for name in names:
+            try:
+                sources[f"{mod}.{name}"] = kernel_source(submission, mod, name)
+            except KernelSourceError as exc:
+                sources[f"{mod}.{name}"] = {"error": str(exc)}
+    return sources
+
+
 def _check_replay(info: WrapperInfo, obs: dict[str, Any], description: str) -> None:
     """Each result is what the recorded launches wrote: the probe replayed them with the
     grader's kernels on fresh memory."""
