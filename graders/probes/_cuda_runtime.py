@@ -11,6 +11,12 @@ Out-of-bounds accesses never reach memory: the interpreter's loads, stores and a
 that knows the buffers of the launch and raises before the access, naming the kernel,
 the buffer and the offset. Guard regions around (and gaps inside) every buffer catch what
 a checker cannot see: they are compared byte for byte after the launch.
+
+Launches the grader did not set up (a wrapper's, the device's) are pinned (each tensor
+argument read once, as the grader's own view of its memory) and bounds-checked; a
+wrapper's are recorded and replayed (``replay``) with the grader's builds of the kernels
+on fresh memory; the device's run the grader's builds (``substituted``). The worker
+prepares all of this before it imports the submission and seals it (``prepare``, ``Seal``).
 """
 
 from __future__ import annotations
@@ -817,7 +823,7 @@ def root_cause(exc: BaseException) -> BaseException:
 # ----- the seal: what the submission must not change ------------------------------------
 # The worker prepares this machinery before it imports the submission (``prepare``) and
 # records every module, class and function the checks run on; before and after each
-# assignment-6 probe it verifies that nothing recorded was replaced (``Seal.broken``), so
+# assignment-6 probe it verifies that nothing recorded was replaced (``Seal.checker``), so
 # a submission whose import-time code swaps the bounds checker, the guard comparison, a
 # probe or the interpreter's memory accesses gets an error, not a grade.
 SEALED_MODULES = (
