@@ -150,7 +150,8 @@ def test_a_wrapper_computing_with_numpy_around_a_silent_kernel_fails(tmp_path):
 
 def test_a_correct_kernel_written_differently_keeps_full_marks(tmp_path):
     """Helper jit functions (one imported from another module, one taking a constexpr),
-    literal constexprs with arithmetic, tl under another name."""
+    literal constexprs with arithmetic, tl under another name, a wrapper returning a copy
+    of its kernel's output."""
 
     def edit(sub: Path) -> None:
         _replace(sub / ELEMENTWISE, ADD_BODY, '''    pid = tl.program_id(0)
@@ -172,6 +173,9 @@ def _pair_sum(x_ptr, y_ptr, offsets, mask, SCALE: tl.constexpr):
 
 @triton.jit
 def add_kernel''')
+        # the wrapper returns a copy of what its kernel stored
+        _replace(sub / ELEMENTWISE, "BLOCK_SIZE=ADD_BLOCK)\n    return out\n",
+                 "BLOCK_SIZE=ADD_BLOCK)\n    return out.copy()\n")
         _replace(sub / ELEMENTWISE, "from ._common import sum_rows\n",
                  "from ._common import sum_rows\nfrom ._helpers import _scaled\n")
         (sub / "tinytrain/cuda/_helpers.py").write_text('''from ._runtime import load_triton
