@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from graders.kerneltable import KERNELS, WRAPPERS
@@ -84,6 +85,14 @@ def dot_ieee_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
     a = tl.load(a_ptr + r[:, None] * BLOCK + r[None, :])
     b = tl.load(b_ptr + r[:, None] * BLOCK + r[None, :])
     tl.store(c_ptr + r[:, None] * BLOCK + r[None, :], tl.dot(a, b, input_precision="ieee"))
+
+
+@triton.jit
+def sum_no_other_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    one = tl.arange(0, 2)
+    tl.store(y_ptr + one, tl.sum(x, axis=0) + tl.zeros((2,), tl.float32), mask=one < 1)
 
 
 def wrapper_past_end(x):
@@ -361,3 +370,174 @@ def test_tinytrain_imports_without_triton():
                           timeout=60, env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "triton is not installed" in proc.stdout
+
+
+def _sum_launch(kernel: str) -> str:
+    return f"""
+        x = np.arange(37, dtype=np.float32)
+        spec = {{"module": "bad", "kernel": {kernel!r}, "grid": [1],
+                 "buffers": {{"x": {{"values": x}},
+                             "y": {{"values": np.zeros(1, np.float32), "output": True}}}},
+                 "args": [{{"buffer": "x"}}, {{"buffer": "y"}}, {{"value": 37}}],
+                 "constexprs": {{"BLOCK": 64}}}}
+        obs = P.launch(tt, spec)
+        result = {{"bits": obs["outputs"]["y"].view(np.uint32).tolist(), "oob": obs["oob"]}}
+    """
+
+
+@pytest.mark.parametrize("kernel, expected", [
+    ("sum_no_other_kernel", "a reduction included masked-out lanes: a load without `other` "
+                            "is undefined there"),
+    ("stub_store_nothing", "were never written"),
+])
+def test_a_reduction_over_undefined_lanes_is_told_from_an_unwritten_output(
+        fake_submission, kernel, expected):
+    """Issue 20: masked-out lanes of a load without ``other`` read as one NaN pattern,
+    outputs start as another; a stored NaN is not reported as an element never written."""
+    from graders.kerneltable.checks import check_values
+    from graders.kerneltable.spec import Expect
+
+    if kernel == "stub_store_nothing":
+        result = run_probe(fake_submission, _sum_launch("copy_kernel").replace(
+            '"value": 37', '"value": 0'))
+    else:
+        result = run_probe(fake_submission, _sum_launch(kernel))
+    assert result.get("oob") is None, result
+    got = np.array(result["bits"], np.uint32).view(np.float32)
+    with pytest.raises(AssertionError, match=expected.replace("`", ".")):
+        check_values("y", got, Expect(np.array([666.0], np.float32)), what=kernel,
+                     case="x of 37", repro="")
+
+
+# ----- the kernel source rules (graders.probes._cuda_ast), checked by the grader -------------
+SOURCE_HEAD = '''import os
+import numpy as np
+import triton
+import triton.language as tl
+from ._runtime import load_triton
+
+FLAGS = {"interp": os.environ.get("TRITON_INTERPRET")}
+SCALE = tl.constexpr(2.0)
+SHIFT: tl.constexpr = -1
+MODE = tl.constexpr(FLAGS["interp"] == "1")
+PLAIN = 3
+
+
+def helper(x):
+    return x
+
+
+@triton.jit
+def jit_helper(x, K: tl.constexpr):
+    return x * K
+
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+'''
+
+
+@pytest.mark.parametrize("line, message", [
+    ("    tl.store(y_ptr + offs, jit_helper(x, SCALE + SHIFT).to(y_ptr.dtype.element_ty))", None),
+    ("    tl.store(y_ptr + offs, np.exp(x))", "np is a module global"),
+    ("    tl.store(y_ptr + offs, helper(x))", "helper is a module global"),
+    ("    tl.store(y_ptr + offs, x * MODE)", "MODE is a module global"),
+    ("    tl.store(y_ptr + offs, x * PLAIN)", "PLAIN is a module global"),
+    ("    tl.store(y_ptr + offs, x + x_ptr.handle)", ".handle is not an attribute"),
+    ("    tl.store(y_ptr + offs, x.__class__)", ".__class__ is not an attribute"),
+    ("    tl.store(y_ptr + offs, x * tl.core.knobs.runtime.interpret)", "leaves triton.language"),
+    ("    tl.store(y_ptr + offs, x * triton.knobs.runtime.interpret)", "is not triton.language"),
+    ("    tl.store(y_ptr + offs, x * getattr(tl, 'sum')(x))", "getattr is not defined"),
+    ("    import os", "an import inside a kernel"),
+    ("    f = lambda v: v", "a lambda inside a kernel"),
+])
+def test_kernel_source_rules_name_file_and_line(tmp_path, line, message):
+    from graders.probes._cuda_ast import KernelSource, KernelSourceError
+
+    cuda = tmp_path / "tinytrain" / "cuda"
+    cuda.mkdir(parents=True)
+    text = SOURCE_HEAD + line + "\n"
+    (cuda / "m.py").write_text(text)
+    if message is None:
+        wire = KernelSource(tmp_path, "m", "k").wire()
+        assert wire["modules"]["m"]["functions"] == ["jit_helper", "k"]
+        assert wire["modules"]["m"]["constants"] == {"SCALE": 2.0, "SHIFT": -1}
+        return
+    with pytest.raises(KernelSourceError) as info:
+        KernelSource(tmp_path, "m", "k")
+    number = len(text.splitlines())
+    assert f"tinytrain/cuda/m.py, line {number}: " in str(info.value), str(info.value)
+    assert message in str(info.value), str(info.value)
+
+
+def test_a_kernel_rebound_after_its_def_is_not_a_kernel(tmp_path):
+    from graders.probes._cuda_ast import KernelSource, KernelSourceError
+
+    cuda = tmp_path / "tinytrain" / "cuda"
+    cuda.mkdir(parents=True)
+    (cuda / "m.py").write_text(SOURCE_HEAD + "    tl.store(y_ptr + offs, x)\n\n\nk = helper\n")
+    with pytest.raises(KernelSourceError, match=r"defines k \(line \d+\) without @triton\.jit"):
+        KernelSource(tmp_path, "m", "k")
+
+
+# ----- the seal of the worker's kernel machinery -------------------------------------------
+def _sealed(submission: Path, init: str, code: str) -> dict:
+    """The worker's way: the machinery prepared and sealed, then a submission whose
+    ``tinytrain/__init__.py`` is ``init`` imported, then ``code`` (sets ``result``)."""
+    (submission / "tinytrain").mkdir(parents=True, exist_ok=True)
+    (submission / "tinytrain" / "__init__.py").write_text(textwrap.dedent(init))
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from graders.harness import worker
+        from graders import probes
+        guarded = worker.Guarded(worker.run_probe, worker.prepare_probes())
+        tt, root = worker.import_submission({str(submission)!r})
+        def call(name):
+            return guarded(tt, root, probes, {{"probe": name, "args": [], "kwargs": {{}}}})
+    """) + textwrap.dedent(code) + '\nprint("RESULT" + json.dumps(result, default=str))\n'
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=240, cwd=ROOT, env={"PATH": "/usr/bin:/bin"})
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
+    assert line is not None, f"the probe process died ({proc.returncode}): {proc.stderr[-3000:]}"
+    return json.loads(line[len("RESULT"):])
+
+
+@pytest.mark.parametrize("patch", [
+    "rt._Checker.check = lambda self, *a, **k: None",
+    "rt.GuardedBuffer.corrupted = lambda self: None",
+    "rt.source_kernel.__code__ = (lambda source: None).__code__",
+    "import triton.runtime.interpreter as i; i._interpreter = i._interpreter._real",
+    "import graders.probes as p; p._REGISTRY['cuda.launch'] = lambda tt, spec: {}",
+    "import builtins; rt.len = builtins.len",
+])
+def test_replacing_the_machinery_at_import_is_refused(tmp_path, patch):
+    result = _sealed(tmp_path, f"import graders.probes._cuda_runtime as rt\n{patch}\n",
+                     "result = [call('cuda.environment'), call('ops.nothing')]")
+    cuda, other = result
+    assert cuda["ok"] is False and cuda["error"]["type"] == "TamperingError", cuda
+    assert "changed the grader's kernel machinery" in cuda["error"]["message"]
+    assert other["error"]["type"] != "TamperingError"  # other assignments are not refused
+
+
+def test_the_interpreter_s_own_patches_are_put_back_not_refused(tmp_path):
+    """triton leaves tl functions patched after a jit function calls another; the seal puts
+    them back instead of failing the next probe."""
+    result = _sealed(tmp_path, "", """
+        import triton.language as tl
+        original = tl.core.program_id
+        tl.core.program_id = lambda *a, **k: 0
+        first = call('cuda.environment')
+        result = [first["ok"], tl.core.program_id is original]
+    """)
+    assert result == [True, True]
+
+
+def test_a_thread_left_running_stops_the_cuda_probes(tmp_path):
+    result = _sealed(tmp_path, """
+        import threading, time
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    """, "result = call('cuda.environment')")
+    assert result["ok"] is False and "thread" in result["error"]["message"], result

@@ -150,7 +150,7 @@ class OutputCapture:
 class _Worker:
     """One worker process and its pipes, in a fresh scratch folder of the sandbox."""
 
-    def __init__(self, sandbox: Sandbox, output_cap: int) -> None:
+    def __init__(self, sandbox: Sandbox, output_cap: int, cuda: bool = True) -> None:
         self.sandbox = sandbox
         self.scratch, self.submission = sandbox.new_scratch()
         to_worker_r, self.to_worker = os.pipe()
@@ -160,6 +160,8 @@ class _Worker:
                     fcntl.fcntl(self.to_worker, fcntl.F_GETFL) | os.O_NONBLOCK)
         cmd, env = sandbox.worker_command(to_worker_r, from_worker_w, self.scratch,
                                           self.submission)
+        if not cuda:  # no assignment-6 task: the worker skips loading triton
+            cmd = [*cmd[:-1], "--no-cuda", cmd[-1]]
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -282,9 +284,13 @@ class SandboxClient:
         call_timeout: float = 10.0,
         start_timeout: float = 30.0,
         output_cap: int = 2048,
+        cuda: bool = True,
     ) -> None:
+        """``cuda``: the worker loads and seals assignment 6's machinery before the
+        submission (False where no assignment-6 task is graded: its probes then refuse)."""
         self.submission = Path(submission).resolve()
         self.sandbox = sandbox
+        self.cuda = cuda
         self.call_timeout = call_timeout
         self.start_timeout = start_timeout
         self.output_cap = output_cap
@@ -348,7 +354,7 @@ class SandboxClient:
     def _ensure_worker(self) -> _Worker:
         if self._worker is not None:
             return self._worker
-        worker = _Worker(self.sandbox, self.output_cap)
+        worker = _Worker(self.sandbox, self.output_cap, self.cuda)
         self._worker = worker
         start_deadline = time.monotonic() + self.start_timeout
         deadline = min(start_deadline, self._test_deadline)
@@ -440,6 +446,7 @@ class InProcessClient:
         self.submission = Path(submission).resolve()
         self._tt: Any = None
         self._root = str(self.submission / "tinytrain")
+        self._guarded: Any = None
 
     def __repr__(self) -> str:
         return "submission"
@@ -455,8 +462,13 @@ class InProcessClient:
 
     def _import(self) -> Any:
         if self._tt is None:
+            from .. import probes
             from . import worker
 
+            probes.load_all()
+            self._guarded = worker.Guarded(worker.run_probe,
+                                           worker.prepare_probes(probes, threads=False),
+                                           threads=False, probes=probes)
             try:
                 self._tt, self._root = worker.import_submission(str(self.submission))
             except Exception as exc:
@@ -467,11 +479,10 @@ class InProcessClient:
 
     def call(self, probe: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
         from .. import probes
-        from . import worker
 
         tt = self._import()
         request = _round_trip({"cmd": "call", "probe": probe, "args": list(args), "kwargs": kwargs})
-        reply = _round_trip(worker.run_probe(tt, self._root, probes, request))
+        reply = _round_trip(self._guarded(tt, self._root, probes, request))
         if reply.get("ok"):
             return reply.get("value")
         raise outcome_from_error(reply.get("error") or {})

@@ -623,9 +623,11 @@ def _link_or_copy(src: Path, dst: Path, root_mode: bool | None = None) -> None:
         shutil.copy2(src, dst)
 
 
-# files of the grader's worker side the worker user runs by path (a child process that
-# compiles a kernel): harness code only, no probe of a task
-READABLE_GRADER_FILES = frozenset({"probes/_cuda_compile.py"})
+# files of the grader's worker side the child process that compiles a kernel for sm_90
+# runs as the worker user (by path, and what it imports): harness code only, no probe of
+# a task and nothing of a solution
+READABLE_GRADER_FILES = frozenset({"__init__.py", "probes/__init__.py", "probes/_state.py",
+                                   "probes/_cuda_source.py", "probes/_cuda_compile.py"})
 
 
 def seal_grader_files(graders: Path) -> None:

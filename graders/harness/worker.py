@@ -177,7 +177,67 @@ def import_submission(submission: str) -> tuple[Any, str]:
     return module, root
 
 
-def serve(fd_in: int, fd_out: int, submission: str, probes: Any) -> None:
+def prepare_probes(probes: Any, threads: bool = True) -> Any:
+    """Before the submission is imported: assignment 6's machinery (triton under the
+    interpreter, the bounds checker, the probes) loaded and sealed; the seal's check, or
+    None where triton is not installed. (``probes`` is the sealed package: its modules
+    are loaded, and out of ``sys.modules``.)"""
+    try:
+        return probes._cuda_runtime.prepare(threads)
+    except Exception:  # noqa: BLE001 - triton unusable here: assignment 6's probes say why
+        return None
+
+
+class Guarded:
+    """Runs probes; an assignment-6 probe only while the seal of its machinery holds
+    (checked before and after, with no other thread alive that could change it in
+    between; ``threads`` False where the grader's own threads share the process, as
+    in-process). Everything it calls is taken when it is made, before the submission
+    runs."""
+
+    def __init__(self, run: Any, check: Any, threads: bool = True, cuda: bool = True,
+                 probes: Any = None) -> None:
+        self.run, self.check, self.threads, self.cuda = run, check, threads, cuda
+        self.code = None if check is None else check.__code__
+        self.cells = () if check is None else tuple(c.cell_contents for c in check.__closure__)
+        self.frames = sys._current_frames
+        if check is not None:
+            if probes is None:
+                from graders import probes
+            self.tampered = probes._cuda_runtime.tampered
+
+    def _broken(self) -> list[str]:
+        check = self.check
+        if check.__code__ is not self.code or len(check.__closure__) != len(self.cells) or any(
+                c.cell_contents is not v for c, v in zip(check.__closure__, self.cells)):
+            return ["the seal's own check"]
+        broken = check()
+        if self.threads and len(self.frames()) > 1:
+            broken.append("a thread of the submission still running")
+        return broken
+
+    def __call__(self, tt: Any, root: str, probes: Any, request: dict[str, Any]) -> dict[str, Any]:
+        cuda = str(request.get("probe", "")).startswith("cuda.")
+        if cuda and not self.cuda:
+            return {"ok": False, "error": {
+                "kind": "harness", "type": "RuntimeError", "traceback": "",
+                "message": "this worker was started without assignment 6's machinery"}}
+        if self.check is None or not cuda:
+            return self.run(tt, root, probes, request)
+        broken = self._broken()
+        if not broken:
+            reply = self.run(tt, root, probes, request)
+            broken = self._broken()
+        if broken:
+            return {"ok": False, "error": {"kind": "exception", "type": "TamperingError",
+                                           "message": self.tampered(broken), "traceback": ""}}
+        return reply
+
+
+def serve(fd_in: int, fd_out: int, submission: str, probes: Any, cuda: bool = True) -> None:
+    guarded = Guarded(run_probe, prepare_probes(probes) if cuda else None, cuda=cuda,
+                      probes=probes)
+    read, encode, write = protocol.read_message, protocol.encode, os.write
     root = os.path.realpath(os.path.join(submission, "tinytrain"))
     try:
         tt, root = import_submission(submission)
@@ -187,7 +247,7 @@ def serve(fd_in: int, fd_out: int, submission: str, probes: Any) -> None:
         import_error["kind"] = "import"
     while True:
         try:
-            request = protocol.read_message(fd_in)
+            request = read(fd_in)
         except EOFError:
             return
         if request.get("cmd") == "exit":
@@ -197,18 +257,18 @@ def serve(fd_in: int, fd_out: int, submission: str, probes: Any) -> None:
         elif request.get("cmd") == "hello":
             reply = {"ok": True, "value": {"tinytrain": tt.__file__}}
         else:
-            reply = run_probe(tt, root, probes, request)
+            reply = guarded(tt, root, probes, request)
         try:
-            data = protocol.encode(reply)
+            data = encode(reply)
         except Exception as exc:  # noqa: BLE001 - an observation that cannot be sent
-            data = protocol.encode(
+            data = encode(
                 {"ok": False, "error": {"kind": "harness", "type": type(exc).__name__,
                                         "message": f"probe result could not be sent: {exc}",
                                         "traceback": ""}}
             )
         view = memoryview(data)
         while view:
-            view = view[os.write(fd_out, view):]
+            view = view[write(fd_out, view):]
 
 
 def run_probe(tt: Any, root: str, probes: Any, request: dict[str, Any]) -> dict[str, Any]:
@@ -239,6 +299,8 @@ def main() -> None:
     parser.add_argument("--uid", type=int, default=-1)
     parser.add_argument("--gid", type=int, default=-1)
     parser.add_argument("--namespaces", action="store_true")
+    parser.add_argument("--no-cuda", action="store_true",
+                        help="no assignment-6 probe will be asked: do not load triton")
     parser.add_argument("submission")
     args = parser.parse_args()
     probes = seal_grader_modules()
@@ -249,7 +311,8 @@ def main() -> None:
     install_import_blocker()
     # on a deadline the grader sends SIGUSR1 first: the stack shows where the code hung
     faulthandler.register(signal.SIGUSR1, all_threads=False)
-    serve(args.fd_in, args.fd_out, os.path.realpath(args.submission), probes)
+    serve(args.fd_in, args.fd_out, os.path.realpath(args.submission), probes,
+          cuda=not args.no_cuda)
 
 
 if __name__ == "__main__":

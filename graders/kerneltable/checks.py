@@ -5,14 +5,17 @@ written, outputs never written (still NaN), and values against torch."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..checks import assert_close, assert_conforms
 from ..harness.errors import NotImplementedInSubmission
+from ..probes._cuda_ast import KernelSourceError, _Module, kernel_source
+from ..probes._cuda_fill import from_undefined_lanes, never_written
 from ..suites._support import literal
-from .spec import Case, Expect, KernelInfo, WrapperInfo, reproducer
+from .spec import Case, Expect, KernelInfo, Ptr, WrapperInfo, reproducer
 
 COMPILE_TIMEOUT = 50.0  # seconds for one compile call (a child process compiles a batch)
 
@@ -37,8 +40,10 @@ def check_values(name: str, got: np.ndarray, expect: Expect, *, what: str, case:
     if got.dtype.name != dtype:
         raise AssertionError(f"{what}: {name} holds {got.dtype}, expected {dtype}\n"
                              f"  case: {case}")
-    untouched = np.isnan(got.astype(np.float64)) & ~np.isnan(expected.astype(np.float64)) \
-        if got.dtype.kind == "f" else np.zeros(got.shape, bool)
+    with np.errstate(invalid="ignore"):
+        nan = np.isnan(got.astype(np.float64)) & ~np.isnan(expected.astype(np.float64)) \
+            if got.dtype.kind == "f" else np.zeros(got.shape, bool)
+    untouched = nan & never_written(got)
     if untouched.any():
         first = tuple(int(i) for i in np.argwhere(untouched)[0])
         raise AssertionError(
@@ -46,6 +51,15 @@ def check_values(name: str, got: np.ndarray, expect: Expect, *, what: str, case:
             f"written (they still hold the NaN the grader filled {name} with), the first at "
             f"{_where(first)}: a tile the grid or the masks skip?\n  case: {case}\n"
             f"  reproduce:\n" + _indent(repro))
+    undefined = nan & from_undefined_lanes(got)
+    if undefined.any():
+        first = tuple(int(i) for i in np.argwhere(undefined)[0])
+        raise AssertionError(
+            f"{what}: {int(undefined.sum())} of {got.size} elements of {name} are NaN where "
+            f"torch has a number, the first at {_where(first)}: a reduction included "
+            "masked-out lanes: a load without `other` is undefined there (the grader reads "
+            "them as NaN; give the load an `other` that leaves the reduction unchanged, "
+            f"0.0 for a sum, -inf for a max)\n  case: {case}\n  reproduce:\n" + _indent(repro))
     if expect.bound is not None:
         _check_bound(name, got, expect, what=what, case=case, repro=repro)
         return
@@ -96,7 +110,9 @@ def check_launch(submission: Any, info: KernelInfo, case: Case, label: str = "")
     """Launch the kernel on the case's buffers (through the probe) and check everything."""
     repro = reproducer(case, info.module, info.name)
     what = f"{info.name}{label}"
-    obs = submission.call("cuda.launch", case.launch.wire(info.module, info.name))
+    wire = case.launch.wire(info.module, info.name)
+    wire["source"] = kernel_source(submission, info.module, info.name)
+    obs = submission.call("cuda.launch", wire)
     outputs = {name: np.empty(np.shape(e.value)) for name, e in case.expected.items()}
     assert_conforms(obs, {"outputs": outputs, "written_inputs": None, "oob": None,
                           "guards": None, "stores": None, "loads": None},
@@ -149,12 +165,116 @@ def _wrapper_call(info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
             "print(result)"]
 
 
+_OUTPUTS: dict[str, list[str]] = {}
+
+
+def output_params(info: KernelInfo) -> list[str]:
+    """The kernel's parameters that are outputs only (its first hand-picked case says)."""
+    key = f"{info.module}.{info.name}"
+    if key not in _OUTPUTS:
+        from ..strategies.cuda import fixed
+
+        case = info.edges[0][1](fixed(0), info.dtypes[0])
+        names = []
+        for param, arg in zip(info.params, case.launch.args):
+            buffer = case.launch.buffers.get(getattr(arg, "name", None) or "") \
+                if isinstance(arg, Ptr) else None
+            if buffer is not None and buffer.output and not buffer.inout:
+                names.append(param)
+        _OUTPUTS[key] = names
+    return _OUTPUTS[key]
+
+
+def replay_request(submission: Any, info: WrapperInfo) -> dict[str, Any]:
+    """What the wrapper probe needs to replay the launches a wrapper made: the checked
+    source of every jit function of the wrapper's module, its kernels' modules and the
+    given ``_common``, and the output parameters of the table's kernels."""
+    from . import KERNELS
+
+    root = Path(getattr(submission, "submission", submission))
+    modules = {info.module, "_common", *(k.split(".")[0] for k in info.kernels)}
+    sources: dict[str, Any] = {}
+    for mod in sorted(modules):
+        try:
+            names = sorted(_Module(root, mod).jit)
+        except KernelSourceError:
+            continue
+        for name in names:
+            try:
+                sources[f"{mod}.{name}"] = kernel_source(submission, mod, name)
+            except KernelSourceError as exc:
+                sources[f"{mod}.{name}"] = {"error": str(exc)}
+    outputs = {f"{k.module}.{k.name}": output_params(k) for k in KERNELS
+               if f"{k.module}.{k.name}" in sources}
+    return {"sources": sources, "outputs": outputs}
+
+
+def device_kernels(submission: Any) -> dict[str, Any]:
+    """The checked source of every jit function in the submission's ``tinytrain/cuda``
+    (by "module.kernel"; {"error": why} where it breaks the rules): the device's probes
+    launch these builds instead of the modules' kernel objects."""
+    root = Path(getattr(submission, "submission", submission))
+    sources: dict[str, Any] = {}
+    for path in sorted((root / "tinytrain" / "cuda").glob("*.py")):
+        mod = path.stem
+        if not mod.isidentifier():
+            continue
+        try:
+            names = sorted(_Module(root, mod).jit)
+        except KernelSourceError:
+            continue
+        for name in names:
+            try:
+                sources[f"{mod}.{name}"] = kernel_source(submission, mod, name)
+            except KernelSourceError as exc:
+                sources[f"{mod}.{name}"] = {"error": str(exc)}
+    return sources
+
+
+def _check_replay(info: WrapperInfo, obs: dict[str, Any], description: str) -> None:
+    """Each result is what the recorded launches wrote: the probe replayed them with the
+    grader's kernels on fresh memory."""
+    what = f"tt.cuda.{info.module}.{info.name}"
+    if obs.get("replay_error") is not None:
+        raise AssertionError(f"{what}: the grader could not replay the kernel launches it "
+                             f"made: {obs['replay_error']}\n  case: {description}")
+    replayed, unwritten = obs.get("replayed"), obs.get("unwritten")
+    if not isinstance(replayed, list) or not isinstance(unwritten, list) or \
+            len(replayed) != len(obs["results"]) or len(unwritten) != len(replayed):
+        raise AssertionError(f"{what}: malformed answer: no replay of its launches")
+    for k, (got, again, missing) in enumerate(zip(obs["results"], replayed, unwritten)):
+        name = f"result {k}" if len(replayed) > 1 else "the result"
+        if again is None or not isinstance(missing, int) or missing > 0:
+            count = got.size if again is None else missing
+            raise AssertionError(
+                f"{what}: {count} of {got.size} elements of {name} were not written by its "
+                "kernel launches (the grader replayed them, with the same arguments, on "
+                "fresh memory whose outputs start as NaN): the result must be what the "
+                "task's kernels stored, not values computed by NumPy in the wrapper"
+                f"\n  case: {description}")
+        again = np.asarray(again)
+        if again.shape != got.shape or again.dtype != got.dtype:
+            raise AssertionError(f"{what}: malformed answer: the replay of {name} has "
+                                 f"shape {again.shape} and dtype {again.dtype}")
+        differ = (np.ascontiguousarray(again).view(np.uint8).reshape(*got.shape, -1)
+                  != np.ascontiguousarray(got).view(np.uint8).reshape(*got.shape, -1)).any(-1)
+        if differ.any():
+            first = tuple(int(i) for i in np.argwhere(differ)[0])
+            raise AssertionError(
+                f"{what}: {int(differ.sum())} of {got.size} elements of {name} differ from "
+                f"what its kernel launches store when the grader replays them with the same "
+                f"arguments on fresh memory (the first at {_where(first)}): the result must "
+                "be what the task's kernels stored, not changed afterwards"
+                f"\n  case: {description}")
+
+
 def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
                   expected: list[Expect], description: str, values_code: list[str],
                   name_of: Callable[[Any], str | None] = lambda _: None) -> None:
     """Call a task's host function, check its results and that it launched its kernels.
     ``name_of``: the name ``values_code`` gives a drawn array."""
-    obs = submission.call("cuda.wrapper", info.module, info.name, args, kwargs)
+    obs = submission.call("cuda.wrapper", info.module, info.name, args, kwargs,
+                          replay_request(submission, info))
     results = [np.empty(np.shape(e.value)) for e in expected]
     assert_conforms(obs, {"results": results, "launched": None}, what=info.name)
     launched = obs["launched"]
@@ -172,13 +292,16 @@ def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: d
     for k, (got, expect) in enumerate(zip(obs["results"], expected)):
         check_values(f"result {k}" if len(expected) > 1 else "the result", got, expect,
                      what=f"tt.cuda.{info.module}.{info.name}", case=description, repro=repro)
+    _check_replay(info, obs, description)
 
 
-def check_compile(info: KernelInfo, results: list[Any], index: dict[str, int]) -> None:
-    """The kernel's sm_90 builds: compiled, tensor cores for float16 where required, no
-    TF32 for float32 where the course asks for IEEE float32."""
+def check_compile(info: KernelInfo, results: list[Any], index: dict[str, int],
+                  source: dict[str, Any]) -> None:
+    """The kernel's sm_90 builds (from ``source``, its checked text): compiled, tensor
+    cores for float16 where required, no TF32 for float32 where the course asks for IEEE
+    float32."""
     for request in info.compile_requests():
-        key = _key(request)
+        key = _key({**request, "source": source})
         result = results[index[key]]
         dtype = next(t for p, t in request["signature"].items() if p.endswith("_ptr")
                      and p not in info.pointer_types)

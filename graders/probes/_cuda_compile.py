@@ -2,8 +2,10 @@
 
 Run by ``graders.probes.cuda.compile`` as a child process of the worker, with
 ``TRITON_INTERPRET=0`` (the worker runs the interpreter, under which kernels cannot be
-compiled): ``python _cuda_compile.py '<json request>'``. It imports the submission's
-kernel module, compiles the kernel with ``triton.compile`` for ``GPUTarget("cuda", 90, 32)``
+compiled): ``python _cuda_compile.py '<json request>'``. It builds each kernel from the
+source text the grader checked (``_cuda_source``: the same text and constexprs the
+interpreter runs; the submission's package is never imported here), compiles it with
+``triton.compile`` for ``GPUTarget("cuda", 90, 32)``
 (Triton runs ptxas, one child process at a time) and writes a JSON summary of the PTX to
 the request's result path. torch and other array libraries cannot be imported here either.
 """
@@ -11,15 +13,16 @@ the request's result path. torch and other array libraries cannot be imported he
 from __future__ import annotations
 
 import ast
-import importlib
 import importlib.abc
 import inspect
 import json
-import os
+import linecache
 import re
 import sys
 import textwrap
 from typing import Any
+
+from graders.probes import _cuda_source  # the child's PYTHONPATH holds the grader's package
 
 BLOCKED = frozenset({"torch", "jax", "jaxlib", "tensorflow", "cupy", "functorch"})
 
@@ -49,17 +52,17 @@ def stub_message(fn: Any) -> str | None:
     return None
 
 
-def _where(error: BaseException, fn: Any, submission: str) -> str:
-    """'tinytrain/cuda/x.py, line N' for the line a CompilationError points at."""
+def _where(error: BaseException, fn: Any, where: str) -> str:
+    """'tinytrain/cuda/x.py, line N' for the line a CompilationError points at (``where``:
+    the file's path in the submission)."""
     message = str(error)
     lines = message.splitlines()
     caret = next((i for i, line in enumerate(lines) if line.strip() == "^"), None)
     try:
         path = inspect.getsourcefile(fn) or ""
-        source = open(path).read().splitlines()
+        source = [line.rstrip("\n") for line in linecache.getlines(path)]
     except (OSError, TypeError):
         return ""
-    where = os.path.relpath(path, submission)
     if caret is None or caret == 0:
         return where
     wanted = lines[caret - 1].rstrip()
@@ -89,16 +92,18 @@ def summarise(ptx: str, metadata: Any) -> dict[str, Any]:
     }
 
 
-def compile_one(triton: Any, item: dict[str, Any], package: str, submission: str) -> dict[str, Any]:
+def compile_one(triton: Any, item: dict[str, Any]) -> dict[str, Any]:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.runtime.jit import JITFunction
 
+    source = item["source"]
+    where = source["modules"][source["module"]]["path"]
     try:
-        module = importlib.import_module(f"{package}.cuda.{item['module']}")
-    except Exception as exc:  # noqa: BLE001 - the submission's module does not import
-        return {"error": {"type": type(exc).__name__, "message": str(exc)[-3000:], "where": ""}}
-    kernel = getattr(module, item["kernel"], None)
+        kernel = _cuda_source.build(triton, source)
+    except Exception as exc:  # noqa: BLE001 - the def itself does not build
+        return {"error": {"type": type(exc).__name__, "message": str(exc)[-3000:],
+                          "where": where}}
     if not isinstance(kernel, JITFunction):
         return {"error": {"type": "TypeError", "where": "",
                           "message": f"{item['kernel']} is not a @triton.jit kernel"}}
@@ -111,7 +116,7 @@ def compile_one(triton: Any, item: dict[str, Any], package: str, submission: str
             target=GPUTarget("cuda", 90, 32))
     except Exception as exc:  # noqa: BLE001 - the student's compile error is the observation
         return {"error": {"type": type(exc).__name__, "message": str(exc)[-3000:],
-                          "where": _where(exc, kernel.fn, submission)}}
+                          "where": _where(exc, kernel.fn, where)}}
     return {"error": None, **summarise(compiled.asm["ptx"], compiled.metadata)}
 
 
@@ -120,9 +125,7 @@ def main() -> None:
     sys.meta_path.insert(0, _Block())
     import triton
 
-    sys.path.insert(0, request["submission"])
-    results = [compile_one(triton, item, request["package"], request["submission"])
-               for item in request["kernels"]]
+    results = [compile_one(triton, item) for item in request["kernels"]]
     with open(request["result"], "w") as f:
         json.dump(results, f)
 

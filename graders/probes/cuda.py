@@ -1,10 +1,14 @@
 """Probes for assignment 6 (Triton kernels and the cuda device).
 
-``launch`` runs one of the student's ``@triton.jit`` kernels itself, on buffers and a grid
-the grader describes, under the interpreter with every access bounds-checked; outputs start
-as NaN and every buffer sits between guard regions. ``wrapper`` calls a task's host
-function and records which kernels it launched. ``compile`` compiles a kernel for sm_90 in
-a child process (no GPU needed) and returns a summary of its PTX.
+``launch`` builds one of the student's ``@triton.jit`` kernels from the source text the
+grader checked (``_cuda_ast``, ``_cuda_source``: never the submission's module) and runs
+it on buffers and a grid the grader describes, under the interpreter with every access
+bounds-checked; outputs start as NaN and every buffer sits between guard regions.
+``wrapper`` calls a task's host function, records the launches it made and replays them
+with the grader's kernels on fresh memory. ``compile_sm90`` compiles a kernel, from the
+same text, for sm_90 in a child process (no GPU needed) and returns a summary of its PTX.
+The worker loads and seals all of this before the submission is imported
+(``_cuda_runtime.prepare``).
 """
 
 from __future__ import annotations
@@ -58,17 +62,18 @@ def _raise_cause(exc: BaseException) -> None:
 @probe
 def launch(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """Launch ``tinytrain.cuda.<module>.<kernel>[grid](*args, **constexprs)`` on the
-    grader's buffers. Returns every output buffer's values, the inputs that changed, the
-    first out-of-bounds access (or None), the guard regions that changed, and (with
-    ``trace``) the first element each program stored into that buffer, and how many
-    elements were loaded from each buffer."""
-    kernel = rt.kernel_object(tt, spec["module"], spec["kernel"])
+    grader's buffers, the kernel built from ``spec["source"]`` (the grader's checked text;
+    read from the submission when absent, for a probe run by hand). Returns every output
+    buffer's values, the inputs that changed, the first out-of-bounds access (or None),
+    the guard regions that changed, and (with ``trace``) the first element each program
+    stored into that buffer, and how many elements were loaded from each buffer."""
+    source = spec.get("source") or rt.submission_source(tt, spec["module"], spec["kernel"])
+    runner = rt.source_kernel(source)
     buffers = {}
     for name, b in spec["buffers"].items():
         buffers[name] = rt.GuardedBuffer(name, b["values"], b.get("layout", "contiguous"),
                                          fill_nan=bool(b.get("output")) and not b.get("inout"))
     args = [_argument(a, buffers) for a in spec["args"]]
-    runner = rt.fresh_launcher(kernel)
     grid = tuple(int(g) for g in spec["grid"])
     oob = None
     with rt.checked(spec["kernel"], list(buffers.values()), spec.get("trace")) as checker:
@@ -114,26 +119,48 @@ def _laid_out(value: Any) -> Any:
 
 @probe
 def wrapper(tt: Any, module: str, function: str, args: list[Any],
-            kwargs: dict[str, Any]) -> dict[str, Any]:
+            kwargs: dict[str, Any], replay: dict[str, Any] | None = None) -> dict[str, Any]:
     """Call ``tinytrain.cuda.<module>.<function>(*args, **kwargs)`` (NumPy arrays in and
-    out) and record the kernels it launched."""
+    out) and record the kernels it launched, with their arguments. With ``replay``
+    ({"sources": checked source by "module.kernel", "outputs": output parameters by
+    "module.kernel"}) the probe launches the recorded kernels again itself, built from
+    the grader's source, with the recorded arguments on fresh memory, and returns what
+    that replay left where each result lies ("replayed", None where no replayed launch
+    wrote) and how many of its elements no replayed store wrote ("unwritten")."""
     rt.triton_module()
     mod = __import__(f"{tt.__name__}.cuda.{module}", fromlist=["_"])
     fn = getattr(mod, function)
+    laid = [_laid_out(a) for a in args]
+    images = rt.argument_images([a for a in laid if isinstance(a, np.ndarray)])
     rt.LAUNCHES.clear()
+    log: list[dict[str, Any]] = []
+    rt.RECORDING[:] = [log]
     try:
-        result = fn(*[_laid_out(a) for a in args], **kwargs)
+        result = fn(*laid, **kwargs)
     except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
         _raise_cause(exc)
+    finally:
+        rt.RECORDING.clear()
+        rt.CHECKER.disarm()
     launched = list(rt.LAUNCHES)
     results = result if isinstance(result, tuple) else (result,)
-    values = []
     for r in results:
         if not isinstance(r, np.ndarray):
             raise TypeError(f"tinytrain.cuda.{module}.{function} returned a "
                             f"{type_name(r)}, not a numpy.ndarray")
-        values.append(np.array(r, copy=True))
-    return {"results": values, "launched": launched}
+    values = [np.array(r, copy=True) for r in results]
+    observed: dict[str, Any] = {"results": values, "launched": launched}
+    if replay is not None:
+        try:
+            shadow = rt.replay(log, replay["sources"], replay.get("outputs", {}), images)
+        except Exception as exc:  # noqa: BLE001 - the replay's failure is the observation
+            cause = rt.root_cause(exc)
+            observed["replay_error"] = f"{type(cause).__name__}: {cause}"[:2000]
+            return observed
+        seen = [shadow.read(r) for r in results]
+        observed["replayed"] = [v for v, _ in seen]
+        observed["unwritten"] = [n for _, n in seen]
+    return observed
 
 
 _COMPILER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cuda_compile.py")
@@ -142,13 +169,26 @@ _COMPILED: dict[str, Any] = {}  # this worker's compile results, by request
 
 @probe
 def compile_sm90(tt: Any, kernels: list[dict[str, Any]]) -> list[Any]:
-    """Compile each ``{"module", "kernel", "signature", "constexprs"}`` of the submission's
-    ``tinytrain.cuda`` for sm_90 (an H100/H200) without a GPU and summarise its PTX. One
-    child process (the interpreter off there) compiles the ones this worker has not compiled
+    """Compile each ``{"module", "kernel", "signature", "constexprs", "source"}`` for sm_90
+    (an H100/H200) without a GPU and summarise its PTX. ``source`` is the grader's checked
+    text of the kernel (``_cuda_ast``; read from the submission when absent, for a probe
+    run by hand): the child builds the kernel from it, as the interpreter does. One child
+    process (the interpreter off there) compiles the ones this worker has not compiled
     yet. A stub kernel gives ``{"not_implemented": message}``."""
     rt.triton_module()
     keys = [json.dumps(k, sort_keys=True) for k in kernels]
-    todo = {key: k for key, k in zip(keys, kernels) if key not in _COMPILED}
+    todo: dict[str, Any] = {}
+    for key, k in zip(keys, kernels):
+        if key in _COMPILED or key in todo:
+            continue
+        if k.get("source"):
+            todo[key] = k
+            continue
+        try:
+            todo[key] = {**k, "source": rt.submission_source(tt, k["module"], k["kernel"])}
+        except AssertionError as exc:  # the source breaks the kernel rules
+            _COMPILED[key] = {"error": {"type": type(exc).__name__, "message": str(exc),
+                                        "where": str(getattr(exc, "where", ""))}}
     if todo:
         for key, result in zip(todo, _compile_in_child(tt, list(todo.values()))):
             _COMPILED[key] = result
@@ -156,11 +196,9 @@ def compile_sm90(tt: Any, kernels: list[dict[str, Any]]) -> list[Any]:
 
 
 def _compile_in_child(tt: Any, kernels: list[dict[str, Any]]) -> list[Any]:
-    submission = os.path.dirname(os.path.dirname(os.path.abspath(tt.__file__)))
     with tempfile.TemporaryDirectory(prefix="tinytrain-compile-") as scratch:
         result_path = os.path.join(scratch, "result.json")
-        request = json.dumps({"submission": submission, "package": tt.__name__,
-                              "kernels": kernels, "result": result_path})
+        request = json.dumps({"kernels": kernels, "result": result_path})
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch,
                "TMPDIR": scratch, "TRITON_CACHE_DIR": os.path.join(scratch, "cache"),
                "TRITON_INTERPRET": "0", "PYTHONDONTWRITEBYTECODE": "1",
@@ -203,18 +241,20 @@ def _kernel_names(launched: list[str]) -> list[str]:
 
 @probe
 def device_op(tt: Any, op: str, inputs: list[dict[str, Any]], kwargs: dict[str, Any],
-              grad_output: np.ndarray) -> dict[str, Any]:
+              grad_output: np.ndarray, kernels: dict[str, Any] | None = None) -> dict[str, Any]:
     """``op`` on tensors made on the cuda device (``device="cuda"``), then backward with
     ``grad_output`` (on the device too): the output, every input gradient, the devices
-    they are on, and the kernels that ran."""
+    they are on, and the kernels that ran. With ``kernels`` (the grader's checked sources
+    by "module.kernel") every launch runs the grader's build of the kernel."""
     rt.triton_module()
     call = _device_ops(tt)[op]
     tensors = [tt.tensor(i["array"], device="cuda", requires_grad=bool(i.get("grad")))
                for i in inputs]
     rt.LAUNCHES.clear()
     try:
-        out = call(tensors, kwargs)
-        out.backward(tt.tensor(grad_output, device="cuda"))
+        with rt.substituted(kernels):
+            out = call(tensors, kwargs)
+            out.backward(tt.tensor(grad_output, device="cuda"))
     except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
         _raise_cause(exc)
     grads = [t.grad for t in tensors if t.requires_grad]
@@ -233,7 +273,7 @@ def _host(tensor: Any) -> np.ndarray:
 
 @probe
 def device_adam(tt: Any, params: list[np.ndarray], grads: list[list[np.ndarray]],
-                options: dict[str, Any]) -> dict[str, Any]:
+                options: dict[str, Any], kernels: dict[str, Any] | None = None) -> dict[str, Any]:
     """``tt.optim.AdamW(**options)`` (or Adam, with ``decoupled`` False) over parameters on
     the cuda device, one step per list of gradients: the parameters after each step, their
     device, and the kernels that ran."""
@@ -245,11 +285,12 @@ def device_adam(tt: Any, params: list[np.ndarray], grads: list[list[np.ndarray]]
     rt.LAUNCHES.clear()
     history = []
     try:
-        for step in grads:
-            for t, g in zip(tensors, step):
-                t.grad = tt.tensor(g, device="cuda")
-            opt.step()
-            history.append([_host(t) for t in tensors])
+        with rt.substituted(kernels):
+            for step in grads:
+                for t, g in zip(tensors, step):
+                    t.grad = tt.tensor(g, device="cuda")
+                opt.step()
+                history.append([_host(t) for t in tensors])
     except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
         _raise_cause(exc)
     return {"params": history, "devices": [str(t.device) for t in tensors],
@@ -258,7 +299,8 @@ def device_adam(tt: Any, params: list[np.ndarray], grads: list[list[np.ndarray]]
 
 @probe
 def device_train(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray],
-                 batches: list[list[np.ndarray]], options: dict[str, Any]) -> dict[str, Any]:
+                 batches: list[list[np.ndarray]], options: dict[str, Any],
+                 kernels: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assignment 5's GPT moved to the cuda device (``model.to("cuda")``), trained one step
     per batch (idx and targets moved with ``.to("cuda")``) with its own
     ``configure_optimizers``: the loss of each step, every weight at the end, the devices
@@ -271,12 +313,13 @@ def device_train(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray],
     rt.LAUNCHES.clear()
     losses = []
     try:
-        for idx, targets in batches:
-            opt.zero_grad()
-            _, loss = model(tt.tensor(idx).to("cuda"), tt.tensor(targets).to("cuda"))
-            loss.backward()
-            opt.step()
-            losses.append(float(_host(loss)))
+        with rt.substituted(kernels):
+            for idx, targets in batches:
+                opt.zero_grad()
+                _, loss = model(tt.tensor(idx).to("cuda"), tt.tensor(targets).to("cuda"))
+                loss.backward()
+                opt.step()
+                losses.append(float(_host(loss)))
     except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
         _raise_cause(exc)
     params = {name: _at(model, name) for name in weights}

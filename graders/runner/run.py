@@ -79,6 +79,7 @@ def run_suites(
             sandbox,
             call_timeout=limits.call_timeout_s,
             start_timeout=limits.start_timeout_s,
+            cuda=any(t.id.split(".")[0] == "6" for t in tasks),
         )
     else:
         client = InProcessClient(submission)

@@ -13,6 +13,7 @@ import pytest
 
 from graders.kerneltable import KERNELS
 from graders.kerneltable.checks import COMPILE_TIMEOUT, batch, check_compile, need_triton
+from graders.probes._cuda_ast import KernelSourceError, kernel_source
 from graders.suites._support import task
 
 PARAMS = [pytest.param(k, id=k.name, marks=task(k.task)) for k in KERNELS]
@@ -30,22 +31,34 @@ BACKWARD_FP32 = [replace(k, compile_dtypes=("float32",), ieee=True) for k in KER
 COMPILED = [*KERNELS, *BACKWARD_FP32]
 
 
-def task_requests(task_id: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The compile requests of every kernel build of a task, deduplicated: the worker
-    compiles them in one child process and remembers the results for the task's tests."""
-    return batch([r for k in COMPILED if k.task == task_id for r in k.compile_requests()])
+def task_requests(submission: Any, task_id: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The compile requests of every kernel build of a task, each with the kernel's checked
+    source, deduplicated: the worker compiles them in one child process and remembers the
+    results for the task's tests. A kernel whose source breaks the rules is left out (its
+    own test reports why)."""
+    requests = []
+    for k in COMPILED:
+        if k.task != task_id:
+            continue
+        try:
+            source = kernel_source(submission, k.module, k.name)
+        except KernelSourceError:
+            continue
+        requests += [{**r, "source": source} for r in k.compile_requests()]
+    return batch(requests)
 
 
 def _compile_and_check(submission: Any, info: Any) -> None:
     """Compile the task's builds (once per task: the worker remembers them) and check
     ``info``'s."""
     need_triton(submission)
-    requests, index = task_requests(info.task)
+    source = kernel_source(submission, info.module, info.name)  # its rules, or the failure
+    requests, index = task_requests(submission, info.task)
     results = submission.call("cuda.compile_sm90", requests, timeout=COMPILE_TIMEOUT)
     if not isinstance(results, list) or len(results) != len(requests):
         raise AssertionError(f"compiling {info.name}: malformed answer: expected "
                              f"{len(requests)} results")
-    check_compile(info, results, index)
+    check_compile(info, results, index, source)
 
 
 @pytest.mark.parametrize("info", PARAMS)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_conforms, assert_equal
-from graders.kerneltable.checks import need_triton
+from graders.kerneltable.checks import device_kernels, need_triton
 from graders.kerneltable.device import DEVICE_OPS, DEVICE_TOLERANCE, DeviceOpInfo, grad_output
 from graders.oracle import cuda as oracle
 from graders.oracle import gpt as gpt_oracle
@@ -61,7 +61,8 @@ def check_device_op(submission: Any, op: DeviceOpInfo, inputs: list[dict[str, An
     """One call of ``op`` on the device against torch: output, gradients, their devices
     and the kernels launched."""
     expected = oracle.device_op(op.name, inputs, kwargs, grad)
-    got = submission.call("cuda.device_op", op.name, inputs, kwargs, grad)
+    got = submission.call("cuda.device_op", op.name, inputs, kwargs, grad,
+                          kernels=device_kernels(submission))
     n_grads = len(expected["grads"])
     assert_conforms(got, {"output": expected["output"], "device": "",
                           "grads": [np.empty(g.shape) for g in expected["grads"]],
@@ -120,7 +121,8 @@ def test_adam_on_the_device(submission, decoupled):
     grads = [[v.normal(f"g{i}", s, "float32") for i, s in enumerate(shapes)] for _ in range(3)]
     options = {"lr": 0.01, "betas": [0.9, 0.99], "eps": 1e-8, "weight_decay": 0.1,
                "decoupled": decoupled}
-    got = submission.call("cuda.device_adam", params, grads, options)
+    got = submission.call("cuda.device_adam", params, grads, options,
+                          kernels=device_kernels(submission))
     name = "AdamW" if decoupled else "Adam"
     case = f"tt.optim.{name}(3 device parameters {shapes}, lr=0.01, betas=(0.9, 0.99), " \
            "weight_decay=0.1), 3 steps"
@@ -177,7 +179,7 @@ def test_gpt_trains_on_the_device(submission):
                for idx in (rng.integers(0, GPT_CONFIG["vocab_size"], (2, 4)) for _ in range(2))]
     expected = gpt_oracle.train(model, batches, GPT_OPTIONS)
     got = submission.call("cuda.device_train", GPT_CONFIG, weights, batches, GPT_OPTIONS,
-                          timeout=TRAIN_TIMEOUT)
+                          kernels=device_kernels(submission), timeout=TRAIN_TIMEOUT)
     case = (f"{gpt_oracle.describe(GPT_CONFIG)} in float32, model.to('cuda'), 2 steps of "
             f"configure_optimizers(weight_decay=0.1, learning_rate=1e-2, betas=(0.9, 0.95))")
     assert_conforms(got, {"losses": expected["losses"],
@@ -213,7 +215,8 @@ def test_device_linear_with_an_input_that_needs_no_grad(submission, frozen):
     inputs = [{"array": a, "grad": name != frozen} for name, a in zip(names, arrays)]
     grad = rng.standard_normal((2, 3, 5)).astype(np.float32)
     expected = oracle.device_op("linear", inputs, {}, grad)
-    got = submission.call("cuda.device_op", "linear", inputs, {}, grad)
+    got = submission.call("cuda.device_op", "linear", inputs, {}, grad,
+                          kernels=device_kernels(submission))
     assert_conforms(got, {"output": expected["output"], "device": "",
                           "grads": [np.empty(g.shape) for g in expected["grads"]],
                           "grad_devices": [""] * 2, "launched": None}, what="linear")
