@@ -49,7 +49,7 @@ GRADERS_DIR = Path(__file__).resolve().parents[1]  # the grader's own package fo
 STATE_ROOT = Path("/var/lib/tinytrain-grader")
 DEFAULT_USER = "tinytrain-worker"
 MAX_USERS = 32  # concurrent gradings as root, each with its own worker user
-ENV_FORMAT = 3  # bump when the layout of a worker environment changes
+ENV_FORMAT = 4  # bump when the layout of a worker environment changes
 
 # the worker side of the grader, copied into the worker environment (probes: the whole
 # package, so probe modules added later come along)
