@@ -49,7 +49,7 @@ GRADERS_DIR = Path(__file__).resolve().parents[1]  # the grader's own package fo
 STATE_ROOT = Path("/var/lib/tinytrain-grader")
 DEFAULT_USER = "tinytrain-worker"
 MAX_USERS = 32  # concurrent gradings as root, each with its own worker user
-ENV_FORMAT = 4  # bump when the layout of a worker environment changes
+ENV_FORMAT = 5  # bump when the layout of a worker environment changes
 
 # the worker side of the grader, copied into the worker environment (probes: the whole
 # package, so probe modules added later come along)
@@ -631,11 +631,12 @@ READABLE_GRADER_FILES = frozenset({"__init__.py", "probes/__init__.py", "probes/
 
 
 def seal_grader_files(graders: Path) -> None:
-    """As root: the grader's worker side readable by root alone (folders 0711: passed
-    through, not listed; files 0600). The worker loads them as root before it drops to
-    the worker user, so no code of the submission can read or import them."""
+    """As root: the grader's worker side readable by root alone (files 0600; folders
+    0755, since an import lists a folder to find what is in it, and names are no secret).
+    The worker loads them as root before it drops to the worker user, so no code of the
+    submission can read or import them."""
     for root, _dirs, files in os.walk(graders):
-        os.chmod(root, 0o711)
+        os.chmod(root, 0o755)
         for name in files:
             path = Path(root) / name
             rel = str(path.relative_to(graders))
