@@ -253,12 +253,14 @@ def make_student(folder: Path, student: Student) -> None:
         path = _copy_reference(folder) / "autograd" / "engine.py"
         text = path.read_text()
         path.write_text(text[: text.index("def run_backward(")] + ENGINES[student.name])
-    elif student.kind == "syntax":  # tinytrain/__init__.py does not parse
-        init = _copy_reference(folder) / "__init__.py"
-        init.write_text(init.read_text() + "\ndef unfinished(:\n")
+    elif student.kind == "syntax":  # a file import tinytrain runs does not parse
+        # (a homework file: the given ones, __init__.py among them, are put back)
+        hook = _copy_reference(folder) / "ops" / "arithmetic.py"
+        hook.write_text(hook.read_text() + "\ndef unfinished(:\n")
     elif student.kind == "import-hang":  # importing tinytrain never returns
-        init = _copy_reference(folder) / "__init__.py"
-        init.write_text("while True:\n    pass\n" + init.read_text())
+        hook = _copy_reference(folder) / "ops" / "arithmetic.py"
+        future = "from __future__ import annotations\n"
+        hook.write_text(hook.read_text().replace(future, future + "while True:\n    pass\n", 1))
     elif student.kind == "empty":
         (folder / "README.md").write_text("I could not get it to work.\n")
     else:

@@ -575,10 +575,11 @@ def test_the_worker_environment(tmp_path):
     assert not (stdlib / "site-packages").exists() and not (stdlib / "test").exists()
     user, _ = sandbox.acquire_user(WORKER_USER)
     try:
+        probe_file = env.site / "graders" / "probes" / "_functions.py"
         code = ("import importlib.util as u; print(sys.prefix, [m for m in ('torch', "
                 "'hypothesis', 'pytest') if u.find_spec(m)])\n"
-                "try:\n    import graders\nexcept PermissionError:\n    pass\n"
-                "else:\n    print('the grader is readable')")
+                f"try:\n    open({str(probe_file)!r}).read()\nexcept PermissionError:\n"
+                "    pass\nelse:\n    print('the probes are readable')")
         done = subprocess.run(env.command(code), user=user.uid, group=user.gid, extra_groups=[],
                               env={"PATH": "/usr/bin:/bin", **env.variables}, cwd="/",
                               capture_output=True, text=True, timeout=120)
