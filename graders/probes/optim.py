@@ -97,14 +97,18 @@ def steps_grad_written_in_place(tt: Any, kind: str, options: dict[str, Any],
 
 
 @probe
-def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
+def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str,
+                 param: list[float] | None = None,
+                 grads: list[float] | None = None) -> dict[str, Any]:
     """Two steps of ``tt.optim.<kind>(**options)`` on a parameter of ``dtype`` (float16,
     bfloat16 ...) with gradients of that dtype: the dtype of the parameter and of each
-    state entry afterwards."""
+    state entry afterwards. ``param`` (four values) and ``grads`` (one value per step)
+    come from the grader (a linspace and 0.5, -0.25 by default)."""
     np_dtype = getattr(tt, dtype).np
-    p = tt.nn.Parameter(tt.tensor(np.linspace(-1.0, 1.0, 4).astype(np_dtype)))
+    start = np.linspace(-1.0, 1.0, 4) if param is None else np.asarray(param, np.float64)
+    p = tt.nn.Parameter(tt.tensor(start.astype(np_dtype)))
     opt = getattr(tt.optim, kind)([p], **options)
-    for value in (0.5, -0.25):
+    for value in (0.5, -0.25) if grads is None else grads:
         p.grad = tt.tensor(np.full(4, value).astype(np_dtype))
         opt.step()
     state = opt.state.get(p, {}) if hasattr(opt.state, "get") else {}
@@ -114,11 +118,11 @@ def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dic
 
 @probe
 def state_dtypes_numpy_options(tt: Any, kind: str, options: dict[str, Any],
-                               dtype: str) -> dict[str, Any]:
+                               dtype: str, **values: Any) -> dict[str, Any]:
     """``state_dtypes`` with each float option a NumPy float64 scalar (as ``np.logspace``
     gives; unlike a Python float, it promotes the arrays it multiplies to float64)."""
     options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
-    return state_dtypes(tt, kind, options, dtype)
+    return state_dtypes(tt, kind, options, dtype, **values)
 
 
 # ----- the Optimizer base class, with a small optimizer of the probe's own -------------

@@ -19,6 +19,7 @@ from graders.checks.amp import assert_run_matches, assert_state_dict_matches, co
 from graders.checks.structure import Kind, conform, loose
 from graders.oracle import amp as oracle
 from graders.strategies.amp import fixed_run, runs, scaler_configs
+from graders.suites._seed import case_rng
 from graders.suites._support import examples, literal, task
 
 
@@ -356,7 +357,7 @@ def test_loss_scaling_rescues_underflowing_fp16_gradients(submission):
     skipped and the scale backs off to 2**15; from then on the scaled gradients survive in
     float16, are unscaled in float32, and the weights move; after growth_interval clean
     steps the scale tries 2**16 again, overflows again and backs off."""
-    rng = np.random.default_rng(0)
+    rng = case_rng(0, "4.3 underflow demo")
     w = rng.standard_normal(6).astype(np.float32)
     x = rng.uniform(1e-4, 1e-3, 6).astype(np.float16)
     got = submission.call("amp.underflow_demo", w, x, **DEMO)
