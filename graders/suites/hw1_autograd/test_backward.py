@@ -27,7 +27,7 @@ from graders.strategies.programs import (
     programs,
     reproducer,
 )
-from graders.suites._seed import reseeded, seeded_program
+from graders.suites._seed import reseeded, seeded_program, seeded_values
 from graders.suites._support import examples, literal, task
 
 small_vectors = arrays(np.float64, st.integers(1, 5), elements=st.floats(-1.5, 1.5))
@@ -215,7 +215,8 @@ _RAISED = {"type": None, "message": ""}
 @task("1.2")
 def test_backward_errors_match_torch(submission):
     """PyTorch's errors: backward twice, non-scalar implicit grad, no grad to compute."""
-    got = submission.call("autograd.backward_errors")
+    got = submission.call("autograd.backward_errors",
+                          seeded_values([1.0, 2.0, 3.0, 0.5], "1.2 errors"))
     assert_conforms(got, {k: _RAISED for k in ("twice", "non_scalar", "no_grad_tensor",
                                                "one_element")}, what="the observation")
     assert_raises_like(got["twice"], "RuntimeError", what="a second backward without retain_graph",
@@ -378,7 +379,8 @@ def test_gradient_of_the_wrong_shape_is_refused(submission):
     """A gradient whose shape is not the output's is PyTorch's RuntimeError ("Mismatch in
     shape: grad_output[0] has a shape of ... and output[0] has a shape of ..."), from
     y.backward(g) and from tt.autograd.backward, before anything is accumulated."""
-    got = submission.call("autograd.gradient_shape_errors")
+    got = submission.call("autograd.gradient_shape_errors",
+                          seeded_values([0.5, 1.0, 1.5, 1.0, 1.0], "1.2 shape errors"))
     assert_conforms(got, {"method": _RAISED, "function": _RAISED, "x_grad_is_none": True},
                     what="the observation")
     for key, call in (("method", "y.backward(g)"), ("function", "tt.autograd.backward([y], [g])")):

@@ -25,7 +25,7 @@ from graders.strategies.programs import (
     reproducer,
     value_label,
 )
-from graders.suites._seed import reseeded, seeded_program
+from graders.suites._seed import reseeded, seeded_program, seeded_values
 from graders.suites._support import examples, task
 
 # fixed programs every grading runs: both outputs of a two-output Function consumed,
@@ -182,7 +182,8 @@ def test_record_result_and_needs_input_grad(submission):
     """record returns True exactly when it recorded (grad mode on, not inference mode, an
     input that requires grad): Function.apply packs saved tensors only then; and
     ctx.needs_input_grad is a bool per argument, False for a number (as torch's)."""
-    got = submission.call("programs.record_results")
+    got = submission.call("programs.record_results",
+                          seeded_values([1.0, 2.0, 3.0, 4.0, 1.0], "1.1 record results"))
     modes = ["default", *sorted(MODES)]
     assert_conforms(got, {"results": {m: ["", True] for m in modes},
                           "no_input_requires_grad": ["", True], "needs_input_grad": [True, True]},
