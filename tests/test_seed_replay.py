@@ -78,6 +78,7 @@ def _grade_with(mode: str, table_path: Path, submission: Path, out: Path, seed: 
                 served: dict[str, int] = defaultdict(int)
                 hits = [0, 0]
                 missed: list[Any] = []
+                hit_probes: dict[str, int] = defaultdict(int)
 
                 def exchange(self, worker, request, deadline, what, limit):
                     if request.get("cmd") == "call":
@@ -85,6 +86,8 @@ def _grade_with(mode: str, table_path: Path, submission: Path, out: Path, seed: 
                         hits[key in table] += 1
                         if key not in table:
                             missed.append(request)
+                        else:
+                            hit_probes[request["probe"]] += 1
                         if key in table:
                             replies = table[key]
                             reply = replies[min(served[key], len(replies) - 1)]
@@ -97,7 +100,8 @@ def _grade_with(mode: str, table_path: Path, submission: Path, out: Path, seed: 
             if mode == "record":
                 table_path.write_bytes(pickle.dumps(dict(table)))
             else:
-                (out / "hits.json").write_text(json.dumps({"missed": hits[0], "hit": hits[1]}))
+                (out / "hits.json").write_text(json.dumps({"missed": hits[0], "hit": hits[1],
+                                                           "hit_probes": hit_probes}))
                 (out / "missed.pickle").write_bytes(pickle.dumps(missed))
         except BaseException:  # noqa: BLE001 - reported through the log and the exit code
             traceback.print_exc()
@@ -150,3 +154,44 @@ def test_answers_recorded_at_one_seed_win_nothing_at_another(tmp_path):
         f"answers recorded at seed 0 replayed at seed {SECRET} passed {len(passed)} "
         f"tests (task scores {scored}): {passed}")
     assert replay["score"] == 0
+
+
+def test_case_values_are_todays_at_seed_0_and_others_at_another_seed():
+    """The helpers behind every fixed case: at grading seed 0 the legacy values (the
+    seed a case was written with, the literal arrays, the compile constexprs); at another
+    seed other values, the same shapes and kinds, never those of seed 0."""
+    import numpy as np
+
+    from graders.kerneltable import KERNELS
+    from graders.suites import _seed
+
+    program = {"leaves": [[np.array([0.5, -1.0]), True], [[1.0, 2.0], False]],
+               "ops": [["add", 0, 1]]}
+    try:
+        _seed.set_grading_seed(0)
+        assert _seed.case_seed(7, "a case") == 7
+        assert (_seed.case_rng(7, "a case").random(3) ==
+                np.random.default_rng(7).random(3)).all()
+        assert _seed.seeded_values([0.5, -1.0], "x") == [0.5, -1.0]
+        assert _seed.seeded_program(program, "p") is program
+        assert _seed.reseeded(program, [program], "p") is program
+        legacy = [r["constexprs"] for k in KERNELS for r in k.compile_requests()]
+        assert legacy == [dict(k.compile_constexprs) for k in KERNELS for _ in k.compile_dtypes]
+
+        _seed.set_grading_seed(SECRET)
+        assert _seed.case_seed(7, "a case") != 7
+        assert _seed.case_seed(7, "a case") == _seed.case_seed(7, "a case")
+        assert _seed.case_seed(7, "a case") != _seed.case_seed(7, "another case")
+        drawn = _seed.seeded_values([0.5, -1.0], "x")
+        assert isinstance(drawn, list) and len(drawn) == 2 and drawn != [0.5, -1.0]
+        assert 0.0 not in drawn
+        other = _seed.seeded_program(program, "p")
+        assert other["ops"] == program["ops"]
+        assert [flag for _, flag in other["leaves"]] == [True, False]
+        assert isinstance(other["leaves"][0][0], np.ndarray)
+        assert not np.array_equal(other["leaves"][0][0], program["leaves"][0][0])
+        assert _seed.reseeded(dict(program), [program], "p") == dict(program)  # not the same object
+        seeded = [r["constexprs"] for k in KERNELS for r in k.compile_requests()]
+        assert all(s != c and s.keys() == c.keys() for s, c in zip(seeded, legacy))
+    finally:
+        _seed.set_grading_seed(0)
