@@ -16,16 +16,18 @@ from typing import Any, NoReturn
 from . import rubric as rubric_module
 from .harness import sandbox as sandbox_module
 from .harness.sandbox import ProcessGuard, Sandbox, SandboxError, SubmissionRefused
-from .report import Score, build_score, error_score
+from .report import Score, build_score, error_score, reproducers
 from .report.classroom import classroom_json
 from .report.console import Progress, render
 from .report.gradescope import results_json
+from .report.pytest_json import PYTEST_REPORT, pytest_json_report
 from .runner import run as run_module
 from .runner.run import GradingError, run_suites, sandbox_limits
 
 EXIT_GRADED = 0
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports it
 SEED_VARIABLE = "TINYTRAIN_GRADER_SEED"
 _PR_SET_DUMPABLE = 4
 QUICK_NOTICE = ("\n--profile quick: this is not the grade. Each test ran the first third "
@@ -102,18 +104,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="create the worker user (as root) and build the worker "
                              "environment, then exit (for an image's set-up step)")
     parser.add_argument("--verbose", action="store_true", help="show every failing test")
+    parser.add_argument("--explain", metavar="TASK",
+                        help="print where a task is graded (its tests, probes, oracle "
+                             "functions, solution files, mutants: docs/tasks.md), then exit")
     args = parser.parse_args(argv)
-    if args.submission is None and not args.prepare_sandbox:
+    if args.submission is None and not args.prepare_sandbox and args.explain is None:
         parser.error("the following arguments are required: submission")
     return args
 
 
 def write_outputs(out: Path, score: Score) -> list[str]:
-    """Write score.json, results.json and classroom.json into ``out``, replacing whatever
+    """Write score.json, results.json, classroom.json and pytest's JSON report
+    (``PYTEST_REPORT``) into ``out``, replacing whatever
     is at their place (a folder, a read-only or immutable file, a symbolic link: never
     followed); each is written even if another fails. Returns the failures."""
     builders = {"score.json": score.to_json, "results.json": lambda: results_json(score),
-                "classroom.json": lambda: classroom_json(score)}
+                "classroom.json": lambda: classroom_json(score),
+                PYTEST_REPORT: lambda: pytest_json_report(score)}
     failures = []
     try:
         dir_fd = sandbox_module.open_out_dir(out)
@@ -173,6 +180,13 @@ def prepare_sandbox() -> int:
               f"({size:.0f} MB of files, interpreter {env.python}) in "
               f"{time.perf_counter() - start:.1f} s")
         if sandbox_module.is_root():
+            repaired = sandbox_module.repair_env(env.path)
+            if repaired:
+                print(f"worker environment: {len(repaired)} files the worker user could no "
+                      "longer read were given private copies")
+            sandbox_module.check_imports(user, env)
+            print(f"worker user {user.name} imported every worker module (the grader's "
+                  f"sealed, then {', '.join(sandbox_module.worker_modules(env))})")
             paths = sandbox_module.sensitive_paths()
             locked = sandbox_module.lock_down(user, env, paths)
             print("made unreadable to the worker user: " + (", ".join(locked) or "nothing needed it"))
@@ -186,8 +200,31 @@ def prepare_sandbox() -> int:
     return EXIT_GRADED
 
 
+def explain(task_id: str) -> int:
+    """``--explain TASK``: the task's entry of the task index (``docs/tasks.md``), read
+    from a checkout (an installed grader has no reference/ or tests/mutants/)."""
+    try:
+        from graders.authoring import task_index
+    except ImportError:  # the Gradescope zip leaves graders/authoring out
+        task_index = None
+    if task_index is None or not task_index.in_checkout():
+        print("tinytrain-grade: error: --explain reads the project's source (reference/, "
+              "tests/mutants/): run it from a checkout", file=sys.stderr)
+        return EXIT_USAGE
+    entry = task_index.explain(task_id)
+    if entry is None:
+        known = ", ".join(t.id for t in rubric_module.load().tasks)
+        print(f"tinytrain-grade: error: unknown task {task_id!r} (known tasks: {known})",
+              file=sys.stderr)
+        return EXIT_USAGE
+    print(entry, end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.explain is not None:
+        return explain(args.explain)
     if args.prepare_sandbox:
         return prepare_sandbox()
     started = time.monotonic()
@@ -219,27 +256,44 @@ def main(argv: list[str] | None = None) -> int:
     stderr = os.dup(2)  # pytest captures fd 2 while a test runs
 
     def stop(signum: int, frame: Any) -> None:
-        """SIGTERM/SIGHUP: nothing of the submission outlives the grader, and the score
-        files say grading did not finish."""
-        signal.signal(signum, signal.SIG_IGN)
-        code = EXIT_INTERNAL
+        """SIGTERM/SIGHUP/SIGINT (Ctrl-C): nothing of the submission outlives the grader,
+        the tasks that finished keep their scores, and the score files say grading did not
+        finish."""
+        for other in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(other, signal.SIG_IGN)
+        interrupted = signum == signal.SIGINT
+        code = EXIT_INTERRUPTED if interrupted else EXIT_INTERNAL
         try:
             if box is not None:
                 box.close()
             guard.kill_descendants()
             for folder in run_module.SCRATCH:
                 shutil.rmtree(folder, ignore_errors=True)
-            message = f"grading was stopped by {signal.Signals(signum).name} before it finished"
+            how = "interrupted (Ctrl-C)" if interrupted else \
+                f"stopped by {signal.Signals(signum).name}"
+            message = f"grading was {how} before it finished"
+            partial = run_module.partial_results(f"grading was {how}")
             if progress is not None:
                 progress.close()
+            if partial is None:
+                score = error_score(str(submission), tasks, message, **common)
+            else:
+                score = build_score(str(submission), tasks, partial,
+                                    duration=time.monotonic() - started, **common)
+                finished = [t for t in score.tasks
+                            if t.tests and not any(r.message.startswith("not run: grading was")
+                                                   for r in t.tests)]
+                message += (f": the {len(finished)} of {len(score.tasks)} tasks that finished "
+                            "keep their scores")
+                score.error = message
             os.write(stderr, f"tinytrain-grade: {message}\n".encode())
-            _write(out, error_score(str(submission), tasks, message, **common))
+            _write(out, score)
             if box is not None:
                 box.restore_out()
         finally:
             os._exit(code)
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, stop)
     progress = Progress.for_terminal(sys.stdout)
     start = time.perf_counter()
@@ -280,13 +334,20 @@ def main(argv: list[str] | None = None) -> int:
     score = build_score(str(submission), tasks, results, duration=time.perf_counter() - start,
                         **common)
     score.environment["sandbox"] = box.describe() if box is not None else "none (in-process)"
+    if box is not None and box.given_restored:
+        score.environment["given_files_restored"] = ", ".join(box.given_restored)
+    try:
+        repro_files = reproducers.write(out, score)
+    except OSError as exc:  # the score files matter more
+        print(f"tinytrain-grade: could not write the reproducers: {exc}", file=sys.stderr)
+        repro_files = {}
     failures = _write(out, score, box)
-    print(render(score, verbose=args.verbose))
+    print(render(score, verbose=args.verbose, reproducer_files=repro_files))
     if args.profile == "quick":
         print(QUICK_NOTICE)
     if failures:
         return EXIT_INTERNAL
-    print(f"\nwrote score.json, results.json and classroom.json to {out}")
+    print(f"\nwrote score.json, results.json, classroom.json and {PYTEST_REPORT} to {out}")
     return EXIT_GRADED
 
 
@@ -321,6 +382,43 @@ def _check_folder(submission: Path) -> str | None:
         return (f"{str(submission)!r} is the tinytrain package itself (it holds __init__.py, "
                 f"no tinytrain/ folder): pass the folder that contains tinytrain/ "
                 f"({parent!r})")
+    if not os.path.lexists(package):
+        nearest = _nearest_package(submission)
+        if nearest is not None:
+            where = os.path.join(str(submission), str(nearest.parent.relative_to(submission)))
+            return (f"no tinytrain/ folder in {str(submission)!r}; the nearest one is "
+                    f"{str(nearest.relative_to(submission))!r}: pass {os.path.normpath(where)!r}")
+        return (f"no tinytrain/ folder in {str(submission)!r} (nor in the folders below it): "
+                "pass the folder that contains your tinytrain package")
+    return None
+
+
+_SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "__pycache__", "__MACOSX"})
+
+
+def _nearest_package(folder: Path, depth: int = 4, limit: int = 5000) -> Path | None:
+    """The shallowest ``tinytrain/`` holding ``__init__.py`` below ``folder`` (breadth
+    first, names sorted, hidden folders and environments skipped, links not followed)."""
+    queue = [(folder, 0)]
+    seen = 0
+    while queue:
+        current, level = queue.pop(0)
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > limit:
+                return None
+            if (entry.name.startswith(".") or entry.name in _SKIPPED_FOLDERS
+                    or not entry.is_dir(follow_symlinks=False)):
+                continue
+            path = Path(entry.path)
+            if entry.name == "tinytrain" and (path / "__init__.py").is_file():
+                return path
+            if level + 1 < depth and not (path / "pyvenv.cfg").exists():
+                queue.append((path, level + 1))
     return None
 
 

@@ -202,7 +202,8 @@ def _stash(pending: dict[Any, list[Any]], fn: Any, idx: int, g: Any) -> None:
 @dataclass(frozen=True)
 class Student:
     name: str  # the entry's name in the class (a zip's without .zip)
-    kind: str  # reference, template, mutant, hang, crash, memory, copy, engine, empty, broken
+    kind: str  # reference, template, mutant, hang, crash, memory, copy, engine, syntax,
+    # import-hang, empty, broken
     task: str | None = None  # the task a mutant breaks
     zipped: bool = False
 
@@ -252,6 +253,12 @@ def make_student(folder: Path, student: Student) -> None:
         path = _copy_reference(folder) / "autograd" / "engine.py"
         text = path.read_text()
         path.write_text(text[: text.index("def run_backward(")] + ENGINES[student.name])
+    elif student.kind == "syntax":  # tinytrain/__init__.py does not parse
+        init = _copy_reference(folder) / "__init__.py"
+        init.write_text(init.read_text() + "\ndef unfinished(:\n")
+    elif student.kind == "import-hang":  # importing tinytrain never returns
+        init = _copy_reference(folder) / "__init__.py"
+        init.write_text("while True:\n    pass\n" + init.read_text())
     elif student.kind == "empty":
         (folder / "README.md").write_text("I could not get it to work.\n")
     else:
@@ -266,7 +273,7 @@ def zip_folder(folder: Path, target: Path) -> None:
 
 
 def small_class() -> list[Student]:
-    """Ten entries for the project's tests (graded on task 1.1)."""
+    """Twelve entries for the project's tests (graded on task 1.1)."""
     return [
         Student("reference", "reference"),
         Student("template", "template"),
@@ -278,6 +285,8 @@ def small_class() -> list[Student]:
         Student("copy-b", "copy", zipped=True),
         Student("no-package", "empty"),
         Student("broken", "broken", zipped=True),
+        Student("syntax-error", "syntax"),
+        Student("import-hang", "import-hang"),
     ]
 
 

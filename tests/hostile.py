@@ -1,5 +1,5 @@
 """Hostile submissions for the sandbox tests: the student template with attacks appended to
-its ``tinytrain/__init__.py``. Each attack prints one line, ``A:<name>:held:<why>`` when
+a homework file run at import (``HOOK_FILE``). Each attack prints one line, ``A:<name>:held:<why>`` when
 the sandbox stopped it or ``A:<name>:BROKE:<what it got>`` when it worked; the tests read
 those lines from the graded output and the score files.
 
@@ -159,11 +159,13 @@ def attack(cfg: dict[str, Any]) -> None:
             restore()
             sys.modules.update(saved)
 
-    def install_dirs() -> list[str]:
-        import graders
+    def grader_site() -> str:
+        """The folder on sys.path that holds the grader's worker side (found by path:
+        the grader's modules are sealed, so they cannot be imported to ask them)."""
+        return next((p for p in sys.path if os.path.isdir(os.path.join(p, "graders"))), "")
 
-        here = os.path.dirname(os.path.dirname(graders.__file__))
-        return [*cfg["sources"], here, f"/proc/{grader}/cwd", "/autograder/source"]
+    def install_dirs() -> list[str]:
+        return [*cfg["sources"], grader_site(), f"/proc/{grader}/cwd", "/autograder/source"]
 
     def oracle_on_disk() -> str:
         for src in install_dirs():
@@ -176,7 +178,8 @@ def attack(cfg: dict[str, Any]) -> None:
 
     def solution() -> str:
         """Copy the reference over this package and run it: full marks if it works."""
-        here = os.path.dirname(os.path.abspath(__file__))
+        package = __name__.partition(".")[0]
+        here = os.path.dirname(os.path.abspath(sys.modules[package].__file__))
         candidates = [*cfg["solutions"], *[os.path.join(d, "reference", "tinytrain")
                                            for d in install_dirs()]]
         for cand in candidates:
@@ -188,9 +191,10 @@ def attack(cfg: dict[str, Any]) -> None:
                 sh.copytree(cand, here, dirs_exist_ok=True)
                 with open(os.path.join(here, "__init__.py")) as f:
                     code = f.read()
-                for name in [m for m in sys.modules if m.startswith(__name__ + ".")]:
+                for name in [m for m in sys.modules if m.startswith(package + ".")]:
                     del sys.modules[name]  # import the stolen modules, not the stubs
-                exec(compile(code, os.path.join(here, "__init__.py"), "exec"), globals())
+                exec(compile(code, os.path.join(here, "__init__.py"), "exec"),
+                     sys.modules[package].__dict__)
                 return f"re-exported {cand}"
         return ""
 
@@ -248,9 +252,8 @@ def attack(cfg: dict[str, Any]) -> None:
 
     import numpy
 
-    import graders.probes
-
-    targets = [*cfg["tamper"], graders.probes.__file__, numpy.__file__]
+    probes_init = os.path.join(grader_site(), "graders", "probes", "__init__.py")
+    targets = [*cfg["tamper"], probes_init, numpy.__file__]
     for i, path in enumerate(targets):
         run(f"tamper#{i}", tamper(path))
 
@@ -388,24 +391,30 @@ def attack(cfg: dict[str, Any]) -> None:
         run(f"signal-{name}#group", send(sig, group=True))
 
 
+# a file with a homework region that ``import tinytrain`` runs: code a submission adds
+# runs from there (the given files, tinytrain/__init__.py among them, are put back by the
+# grader before grading, so what is appended to them never runs)
+HOOK_FILE = "ops/arithmetic.py"
+
+
 def hostile_submission(folder: Path, cfg: dict[str, Any]) -> Path:
-    """The template with ``attack(cfg)`` run at the end of its ``__init__.py``."""
+    """The template with ``attack(cfg)`` run at the end of ``HOOK_FILE``."""
     shutil.copytree(TEMPLATE / "tinytrain", folder / "tinytrain",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    init = folder / "tinytrain" / "__init__.py"
+    hook = folder / "tinytrain" / HOOK_FILE
     source = inspect.getsource(attack)
     call = f"attack(__import__('json').loads({json.dumps(cfg)!r}))"
-    init.write_text(init.read_text() + "\n\nfrom typing import Any\n\n\n" + source + "\n\n" +
+    hook.write_text(hook.read_text() + "\n\nfrom typing import Any\n\n\n" + source + "\n\n" +
                     call + "\n")
     return folder
 
 
 def with_init(folder: Path, code: str) -> Path:
-    """The template with ``code`` appended to its ``__init__.py``."""
+    """The template with ``code`` appended to ``HOOK_FILE`` (run by ``import tinytrain``)."""
     shutil.copytree(TEMPLATE / "tinytrain", folder / "tinytrain",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    init = folder / "tinytrain" / "__init__.py"
-    init.write_text(init.read_text() + "\n" + code)
+    hook = folder / "tinytrain" / HOOK_FILE
+    hook.write_text(hook.read_text() + "\n" + code)
     return folder
 
 

@@ -177,3 +177,51 @@ def test_report_renders_plots_and_links_offline(graded_class, browser, tmp_path)
     assert page["url"].endswith("/students/hang/feedback.html")
     assert page["title"] == "Feedback: hang"
     assert "TIMEOUT" in page["text"] and "no answer within 5 s" in page["text"]
+
+
+LAYOUT_FACTS = """(() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const over = el => el.scrollWidth > el.clientWidth + 1;
+  const head = [...document.querySelectorAll('th')].find(t => t.textContent === 'time (s)');
+  const wide = head.closest('.wide');
+  const panes = [...document.querySelectorAll('table.panes')];
+  return JSON.stringify({
+    inner: window.innerWidth,
+    page: document.documentElement.scrollWidth,
+    body: document.body.getBoundingClientRect().right,
+    widest: Math.max(...[...document.querySelectorAll('body *')].map(
+      e => e.getBoundingClientRect().right)),
+    pres: document.querySelectorAll('pre').length,
+    cut: [...document.querySelectorAll('pre')].filter(over).map(p => p.textContent.slice(0, 60)),
+    panes: panes.length,
+    panesOut: panes.filter(t => t.getBoundingClientRect().right >
+                                 t.parentElement.getBoundingClientRect().right + 1).length,
+    timeRight: head.getBoundingClientRect().right,
+    tableScrolls: over(wide),
+  });
+})()"""
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_report_fits_the_window(graded_class, browser, width):  # noqa: F811
+    """At a laptop's and a desktop's width, with every similarity pane opened: nothing of
+    the page is wider than the window, no example or code box is cut (they wrap), the
+    panes stay in their column, and the submissions table needs no scrolling to show its
+    time column."""
+    target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+        "sessionId"]
+    browser.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900,
+                                                        "deviceScaleFactor": 1,
+                                                        "mobile": False}, session)
+    browser.send("Page.enable", {}, session)
+    browser.send("Page.navigate", {"url": (graded_class.report / "report.html").as_uri()},
+                 session)
+    browser.wait_for("Page.loadEventFired")
+    facts = _evaluate(browser, session, LAYOUT_FACTS)
+    assert facts["inner"] == width
+    assert facts["page"] <= width, facts
+    assert facts["widest"] <= facts["body"] + 1, facts  # nothing sticks out of the page
+    assert facts["pres"] > 5 and facts["cut"] == [], facts["cut"]
+    assert facts["panes"] >= 1 and facts["panesOut"] == 0
+    assert facts["timeRight"] <= width and not facts["tableScrolls"], facts

@@ -23,8 +23,11 @@ from .class_builder import Student, build, make_student
 from .class_fixtures import TASKS, grade_class, graded_class  # noqa: F401 - the fixture
 from .conftest import ROOT, grade, statuses, task_scores
 
-NAMES = ["broken", "copy-a", "copy-b", "crash", "hang", "m-records-without-requires-grad",
-         "memory", "no-package", "reference", "template"]
+NAMES = ["broken", "copy-a", "copy-b", "crash", "hang", "import-hang",
+         "m-records-without-requires-grad", "memory", "no-package", "reference",
+         "syntax-error", "template"]
+NOT_GRADED = {"broken": "error", "no-package": "no package", "syntax-error": "did not import",
+              "import-hang": "import timed out"}
 
 
 def _score(report: Path, name: str) -> dict:
@@ -43,18 +46,38 @@ def test_gradebook_has_otters_layout_and_a_row_per_submission(graded_class):  # 
     assert rows["copy-a"]["total_points_earned"] == rows["copy-b"]["total_points_earned"] == "10"
     assert rows["template"]["total_points_earned"] == "0"
     assert set(statuses(_score(graded_class.report, "template"))) == {"not_implemented"}
-    assert rows["no-package"]["total_points_earned"] == "0"
-    assert rows["no-package"]["grading_status"] == "Completed"
-    assert "No module named 'tinytrain'" in _score(graded_class.report, "no-package")[
-        "tasks"][0]["tests"][0]["message"]
-    # the corrupt zip is the one row that could not be graded, and says why
+    # the submissions that could not be graded, each with its own status and reason
     assert rows["broken"]["grading_status"].startswith("error: not a valid zip file")
-    assert rows["broken"]["total_points_earned"] == "0"
-    assert [n for n, r in rows.items() if r["grading_status"] != "Completed"] == ["broken"]
+    assert rows["no-package"]["grading_status"].startswith("no package: no tinytrain package")
+    assert "README.md" in rows["no-package"]["grading_status"]
+    assert rows["syntax-error"]["grading_status"].startswith(
+        "did not import: the submission could not be imported: SyntaxError")
+    assert rows["import-hang"]["grading_status"].startswith(
+        "import timed out: import tinytrain: no answer within")
+    assert {n: r["grading_status"].split(":")[0] for n, r in rows.items()
+            if r["grading_status"] != "Completed"} == NOT_GRADED
+    for name in NOT_GRADED:
+        assert rows[name]["total_points_earned"] == "0"
     for name in NAMES:
         folder = graded_class.report / "students" / name
         assert (folder / "feedback.html").is_file()
-        assert (folder / "score.json").is_file() == (name != "broken")
+        assert (folder / "score.json").is_file() == (name not in ("broken", "no-package"))
+    assert (f"{len(NAMES) - 4} graded, 4 not graded, 1 did not import, 1 error, "
+            "1 import timed out, 1 no package") in graded_class.stdout
+
+
+def test_broken_submissions_are_counted_apart_and_kept_out_of_the_causes(graded_class):  # noqa: F811
+    page = (graded_class.report / "report.html").read_text()
+    cards = dict(re.findall(r"<div class='card'>([^<]+)<b>([^<]+)</b>", page))
+    assert (cards["graded"], cards["did not import"], cards["no package"],
+            cards["grading failed"]) == (str(len(NAMES) - 4), "2", "1", "1")
+    causes = page.split("id='failed'")[1].split("<h2")[0]
+    for name in NOT_GRADED:
+        assert f"students/{name}/" not in causes
+    assert "could not be imported" not in causes and "No module named" not in causes
+    rows = re.findall(r"<tr><td><code>(.*?)</code></td>", causes)
+    assert rows and len(rows) == len(set(rows))  # one row per cause
+    assert any("no answer within" in r for r in rows)  # the hang, a graded submission
 
 
 @pytest.mark.parametrize("student", [

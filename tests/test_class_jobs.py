@@ -181,3 +181,91 @@ def test_an_interrupted_executor_kills_its_running_graders(tmp_path, monkeypatch
     assert not any(map(_alive, running))
     time.sleep(0.5)
     assert len(started()) == 2  # the queued jobs never started
+
+
+DRIVER = """
+import sys, time
+from pathlib import Path
+from graders.classgrade import job as job_module
+from graders.classgrade.collect import pack
+from graders.classgrade.execute import LocalExecutor
+pids = sys.argv[1]
+job_module.child_command = lambda options, sub, out: [
+    "sh", "-c", f"echo $$ >> {pids}; sleep 300 & echo $! >> {pids}.left; wait"]
+folder = Path(sys.argv[2])
+(folder / "tinytrain").mkdir(parents=True)
+jobs = [{"name": f"s{i}", "archive": pack(folder), "key": str(i), "options": {"timeout": 600}}
+        for i in range(2)]
+for outcome in LocalExecutor(2).run(jobs):
+    pass
+"""
+
+
+def test_a_killed_class_run_takes_its_gradings_along_and_the_next_start_cleans_up(tmp_path):
+    """SIGKILL of the class run (no handler runs): its graders die with it (they run with
+    PR_SET_PDEATHSIG), and what they left (a process they started, their temporary
+    folders, which hold the student's code and a score with the seed) is removed by the
+    next start's clean_orphans; a live grading's folder is never touched."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    pids, left = tmp_path / "pids", tmp_path / "pids.left"
+    (tmp_path / "driver.py").write_text(DRIVER)
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(job_module.GRADERS_ROOT)}
+    driver = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(pids),
+                               str(tmp_path / "s")], env=env)
+
+    def lines(path: Path) -> list[int]:
+        return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+    deadline = time.monotonic() + 60
+    while (len(lines(pids)) < 2 or len(lines(left)) < 2) and time.monotonic() < deadline:
+        assert driver.poll() is None
+        time.sleep(0.05)
+    folders = sorted(tmp.glob("tinytrain-class-*"))
+    assert len(folders) == 2 and all((f / "submission").is_dir() for f in folders)
+    assert job_module.clean_orphans(tmp) == []  # live: left alone
+    assert all(f.is_dir() for f in folders)
+
+    driver.kill()
+    driver.wait()
+    graders, orphans = lines(pids), lines(left)
+    deadline = time.monotonic() + 10
+    while any(map(_alive, graders)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, graders))  # died with the class run
+    assert all(map(_alive, orphans)) and all(f.is_dir() for f in folders)
+
+    removed = job_module.clean_orphans(tmp)
+    assert sorted(removed) == [str(f) for f in folders]
+    assert not any(f.exists() for f in folders)
+    deadline = time.monotonic() + 5
+    while any(map(_alive, orphans)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, orphans))
+
+
+def test_clean_orphans_never_takes_a_live_grading_folder(tmp_path, monkeypatch):
+    """One thread makes and drops grading folders as fast as it can while another cleans:
+    no folder goes while its grading holds it."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stop = threading.Event()
+    removed: list[str] = []
+
+    def cleaner() -> None:
+        while not stop.is_set():
+            removed.extend(job_module.clean_orphans(tmp_path))
+
+    thread = threading.Thread(target=cleaner)
+    thread.start()
+    try:
+        for _ in range(300):
+            with job_module.owned_folder() as (folder, started):
+                (folder / "submission").mkdir()
+                started(os.getpid())
+                assert (folder / "submission").is_dir() and (folder / ".owner").is_file()
+    finally:
+        stop.set()
+        thread.join()
+    assert removed == [] and list(tmp_path.glob("tinytrain-class-*")) == []

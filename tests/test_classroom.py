@@ -15,6 +15,7 @@ import base64
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from fractions import Fraction
@@ -338,8 +339,8 @@ def test_real_reporter(tmp_path):
     assert not [line for line in proc.stdout.splitlines() if line.startswith("Error:")]
     expect(tmp_path / "tpl", proc)
 
-    (tmp_path / "syntax" / "tinytrain").mkdir(parents=True)
-    (tmp_path / "syntax" / "tinytrain" / "__init__.py").write_text("def broken(:\n")
+    shutil.copytree(TEMPLATE / "tinytrain", tmp_path / "syntax" / "tinytrain")
+    (tmp_path / "syntax" / "tinytrain" / "ops" / "arithmetic.py").write_text("def broken(:\n")
     grade(tmp_path / "syntax", tmp_path / "syn", "--tasks", "1")
     proc = report(tmp_path / "syn")
     assert proc.returncode == 1

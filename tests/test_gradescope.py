@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -25,6 +26,7 @@ from filelock import FileLock
 
 from graders import rubric
 from graders.deploy.autograder_zip import build
+from graders.harness import sandbox
 from graders.report import Score, TaskScore
 from graders.report.gradescope import results_json
 from graders.runner.results import TestResult
@@ -141,7 +143,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                   capture_output=True, text=True, timeout=1500)
             assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
             done.write_text(json.dumps({"seconds": time.monotonic() - start,
-                                        "stdout": proc.stdout[-2000:]}))
+                                        "stdout": proc.stdout[-8000:]}))
     return {"root": shared / "autograder", "env": shared / "opt" / "tinytrain-grader",
             "log": done}
 
@@ -160,12 +162,15 @@ def _clean_env() -> dict[str, str]:
 
 
 def run_autograder(installed: dict[str, Path], tmp_path: Path, upload: dict[str, Path | str],
-                   tasks: str | None = TASK, timeout: float = 600) -> tuple[dict, str, float]:
+                   tasks: str | None = TASK, timeout: float = 600,
+                   reuse_source: bool = False) -> tuple[dict, str, float]:
     """A fresh /autograder (source from the install, run_autograder copied to its top as
     Gradescope does) with ``upload`` as the submission: {path in upload: folder to copy or
-    file text}. (results.json, printed text, seconds)."""
+    file text}; ``reuse_source``: tmp_path/autograder/source is there already.
+    (results.json, printed text, seconds)."""
     root = tmp_path / "autograder"
-    shutil.copytree(installed["root"] / "source", root / "source")
+    if not reuse_source:
+        shutil.copytree(installed["root"] / "source", root / "source")
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir(parents=True)
     for where, what in upload.items():
@@ -204,6 +209,28 @@ def test_setup_installs_the_grader_for_root_alone(installed):
                            capture_output=True, text=True, env=_clean_env(), cwd="/")
     assert torch.stdout.startswith("2.13.0"), torch.stdout + torch.stderr
     print(f"setup.sh took {json.loads(installed['log'].read_text())['seconds']:.0f} s")
+
+
+def test_setup_builds_a_worker_environment_the_worker_user_can_read(installed):
+    """--prepare-sandbox after the chmod -R go-rwx: a worker environment of its own (built
+    from this install, not one cached from another), no inode shared with a file the
+    worker user cannot read, every worker module imported as the worker user."""
+    printed = json.loads(installed["log"].read_text())["stdout"]
+    found = re.search(r"worker environment (\S+): built", printed)
+    assert found, printed
+    assert "imported every worker module" in printed, printed
+    env = Path(found.group(1))
+    sealed = env / "site" / "graders"  # the grader's own modules: root's alone, on purpose
+    for path in env.rglob("*"):
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if sealed in path.parents:
+            assert info.st_nlink == 1 and info.st_uid == 0, path
+            assert info.st_mode & 0o077 == 0 or path.name == "_cuda_compile.py", path
+        else:
+            assert sandbox.shareable(info) or info.st_nlink == 1, path
+            assert info.st_mode & 0o004, path
 
 
 def test_reference_one_folder_down_gets_full_marks(installed, tmp_path):
@@ -245,14 +272,15 @@ def test_appending_to_run_autograder_while_it_runs_does_nothing(installed, tmp_p
     submission appends to it is never run."""
     marker = tmp_path / "appended-line-ran"
     script = tmp_path / "autograder" / "run_autograder"
-    init = (REFERENCE / "tinytrain" / "__init__.py").read_text() + (
+    hook = (REFERENCE / "tinytrain" / "ops" / "arithmetic.py").read_text() + (
         "\ntry:\n"
         f"    with open({str(script)!r}, 'a') as _f:\n"
         f"        _f.write('\\ntouch {marker}\\n')\n"
         "except OSError:\n"
         "    pass\n")
     upload = {"tinytrain": REFERENCE / "tinytrain"}
-    results, _, _ = run_autograder(installed, tmp_path, {**upload, "tinytrain/__init__.py": init})
+    results, _, _ = run_autograder(installed, tmp_path,
+                                   {**upload, "tinytrain/ops/arithmetic.py": hook})
     assert not marker.exists()
     assert results["score"] == RUBRIC.task(TASK).points
 
@@ -265,15 +293,116 @@ def _hardened(installed: dict[str, Path]) -> bool:
 
 
 def test_unimportable_upload_is_graded_in_seconds(installed, tmp_path):
-    """A syntax error in tinytrain/__init__.py, the whole rubric, through run_autograder:
+    """A syntax error in a file ``import tinytrain`` runs, the whole rubric, through run_autograder:
     every test fails with the reason, within IMPORT_ERROR_SECONDS."""
     if not _hardened(installed):
         pytest.skip("needs the hardened runner (import failures remembered): "
                     "this grader has no --budget")
-    upload = {"tinytrain/__init__.py": "def broken(:\n"}
+    upload = {"tinytrain": TEMPLATE / "tinytrain", "tinytrain/ops/arithmetic.py": "def broken(:\n"}
     results, _, elapsed = run_autograder(installed, tmp_path, upload, tasks=None)
     assert results["score"] == 0
     assert len(results["tests"]) > 100
     assert all("SyntaxError" in t["output"] for t in results["tests"])
     assert elapsed < IMPORT_ERROR_SECONDS, f"{elapsed:.0f} s"
     print(f"unimportable upload graded in {elapsed:.1f} s")
+
+
+# --- one autograder per assignment (--tasks) and exact points -----------------------------
+
+def _fake_score(tasks, counts, passed_every: int = 1) -> Score:
+    """A score with ``counts[i]`` tests for task i, every ``passed_every``-th passed."""
+    return Score("sub", [TaskScore(t, [TestResult(f"t{k}", t.id,
+                                                  "passed" if k % passed_every == 0 else "failed",
+                                                  "") for k in range(n)])
+                         for t, n in zip(tasks, counts, strict=True)], 0, "default", True)
+
+
+def test_test_maxima_add_up_to_the_points_exactly():
+    """Every task of the rubric with awkward test counts (3, 7, 11, ...): the maxima add up
+    to each task's points and to the rubric's total with ==, and so does a full score."""
+    tasks = RUBRIC.tasks
+    counts = [(3, 7, 11, 13, 17, 19, 23, 29, 31)[i % 9] for i in range(len(tasks))]
+    results = results_json(_fake_score(tasks, counts))
+    total = sum(t.points for t in tasks)
+    assert sum(t["max_score"] for t in results["tests"]) == total
+    assert results["score"] == total
+    for task in tasks:
+        mine = [t["max_score"] for t in results["tests"] if t["number"] == task.id]
+        assert sum(mine) == task.points and max(mine) - min(mine) < 0.01, task.id
+    assert results["output"].splitlines()[-1] == f"total: {total:g} / {total:g}"
+    # a partial score: the top-level score is the sum of the tests' scores
+    partial = results_json(_fake_score(tasks, counts, passed_every=3))
+    assert partial["score"] == sum(t["score"] for t in partial["tests"]) < total
+    assert partial["score"] == pytest.approx(_fake_score(tasks, counts, 3).score, abs=0.01)
+
+
+def test_zip_for_one_assignment_names_its_tasks(tmp_path, capsys):
+    from graders.deploy import autograder_zip
+
+    names = build(tmp_path / "hw2.zip", tasks="2")
+    assert "grader_tasks" in names
+    with zipfile.ZipFile(tmp_path / "hw2.zip") as archive:
+        listed = archive.read("grader_tasks").decode().strip().split(",")
+    assert listed == [t.id for t in RUBRIC.tasks if t.assignment == "2"]
+    assert "grader_tasks" not in build(tmp_path / "all.zip")
+    with pytest.raises(ValueError, match="unknown task"):
+        build(tmp_path / "bad.zip", tasks="99")
+    assert autograder_zip.main(["--out", str(tmp_path / "m.zip"), "--tasks", "1.1,1.3"]) == 0
+    printed = capsys.readouterr().out
+    points = RUBRIC.task("1.1").points + RUBRIC.task("1.3").points
+    assert f"grades 2 task(s) (1.1, 1.3), {points:g} points" in printed
+
+
+def test_run_autograder_passes_the_zips_tasks_to_the_grader(tmp_path):
+    """graders.deploy.gradescope with a stand-in grader that records its arguments: the
+    zip's grader_tasks become --tasks; without the file, no --tasks."""
+    grader = tmp_path / "fake-grade"
+    grader.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/argv\n")
+    grader.chmod(0o755)
+    root = tmp_path / "autograder"
+    make = {"hw": REFERENCE / "tinytrain"}
+    for with_file in (True, False):
+        shutil.rmtree(root, ignore_errors=True)
+        (root / "source").mkdir(parents=True)
+        shutil.copytree(make["hw"], root / "submission" / "tinytrain",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        if with_file:
+            (root / "source" / "grader_tasks").write_text("2.1,2.2\n")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("TINYTRAIN_GRADESCOPE_TASKS", None)
+        proc = subprocess.run([sys.executable, "-m", "graders.deploy.gradescope", "--root",
+                               str(root), "--grader", str(grader)], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        argv = (tmp_path / "argv").read_text().split()
+        assert ("--tasks" in argv) == with_file
+        if with_file:
+            assert argv[argv.index("--tasks") + 1] == "2.1,2.2"
+
+
+def test_assignment_autograder_end_to_end(installed, tmp_path):
+    """The zip built for two tasks (--tasks 1.1,1.3), its grader_tasks in an installed
+    /autograder: the reference gets exactly those tasks' points, results.json holds their
+    tests only, and the maxima add up to the points exactly."""
+    build(tmp_path / "hw.zip", tasks="1.1,1.3")
+    with zipfile.ZipFile(tmp_path / "hw.zip") as archive:
+        spec = archive.read("grader_tasks").decode()
+    source = tmp_path / "autograder" / "source"
+    shutil.copytree(installed["root"] / "source", source)
+    (source / "grader_tasks").write_text(spec)
+    results, _, _ = run_autograder(installed, tmp_path, {"tinytrain": REFERENCE / "tinytrain"},
+                                   tasks=None, reuse_source=True)
+    points = RUBRIC.task("1.1").points + RUBRIC.task("1.3").points
+    assert {t["number"] for t in results["tests"]} == {"1.1", "1.3"}
+    assert results["score"] == sum(t["max_score"] for t in results["tests"]) == points
+    assert f"total: {points:g} / {points:g}" in results["output"]
+
+
+def test_readme_quotes_no_stale_figures_of_the_zip():
+    """The zip's size and file count change with every grader change: the README leaves
+    them to the command's own output (it prints them)."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    assert not re.search(r"zip \(\d+ KiB|\d+ KiB, \d+ files", text)
+    assert "docs/instructors.md" in text and (ROOT / "docs" / "instructors.md").is_file()

@@ -15,11 +15,25 @@ import pytest
 
 from .conftest import REFERENCE, TEMPLATE
 from .conftest import grade_forked as grade
+from .hostile import HOOK_FILE
 
-CONSTANT = """
+# the grader's modules are sealed (no import finds them): a liar reaches the probes the
+# worker holds through the garbage collector, which nothing in a process can close
+FIND_PROBES = """
+
+def _grader_probes():
+    import gc, types
+    found = [m for m in gc.get_objects() if isinstance(m, types.ModuleType)
+             and getattr(m, "__name__", "") == "graders.probes"]
+    if not found:
+        raise RuntimeError("LIAR: the grader's probes were not found")
+    return found[0]
+"""
+
+CONSTANT = FIND_PROBES + """
 
 def _install_liar(answer):
-    import graders.probes as _probes
+    _probes = _grader_probes()
 
     _probes.resolve = lambda name: (lambda *args, **kwargs: answer)
     _probes.reset_state = lambda tt: None
@@ -28,10 +42,10 @@ def _install_liar(answer):
 _install_liar({answer})
 """
 
-HOLLOW = """
+HOLLOW = FIND_PROBES + """
 
 def _install_liar(how):
-    import graders.probes as _probes
+    _probes = _grader_probes()
 
     def hollow(x):
         if isinstance(x, dict):
@@ -75,11 +89,16 @@ def test_an_answer_without_the_work_passes_no_test(base, liar, code, tmp_path):
     submission = tmp_path / "liar"
     shutil.copytree(source / "tinytrain", submission / "tinytrain",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    init = submission / "tinytrain" / "__init__.py"
-    init.write_text(init.read_text() + code)
+    hook = submission / "tinytrain" / HOOK_FILE  # run by import tinytrain
+    hook.write_text(hook.read_text() + code)
     score = grade(submission, tmp_path / "out", "--no-shrink")
     assert score["_exit"] == 0, score["_stderr"]
     passed = [f"{t['id']} {x['name']}" for t in score["tasks"] for x in t["tests"]
               if x["status"] == "passed"]
     assert not passed, f"the liar {liar} passed {len(passed)} tests: {passed}"
     assert score["score"] == 0
+    # the liar was in place: the submission imported (a liar that cannot even install
+    # itself proves nothing)
+    unimported = [x["message"] for t in score["tasks"] for x in t["tests"]
+                  if "could not be imported" in x["message"]]
+    assert not unimported, unimported[:1]

@@ -86,19 +86,23 @@ def test_syntax_error_gives_zero_with_the_reason(tmp_path):
 
 
 def test_importing_torch_is_refused(tmp_path):
-    submission = broken(tmp_path / "sub", ("__init__.py", '"""tinytrain:', 'import torch\n"""tinytrain:'))
+    submission = broken(tmp_path / "sub", ("ops/arithmetic.py", "from __future__ import annotations\n",
+                                           "from __future__ import annotations\nimport torch\n"))
     score = grade(submission, tmp_path / "out", "--tasks", "1.1")
     assert score["score"] == 0
     message = score["tasks"][0]["tests"][0]["message"]
     assert "'torch' is blocked" in message
 
 
-def test_folder_without_package_gets_zero(tmp_path):
+def test_folder_without_package_is_a_usage_error(tmp_path):
+    """Not a grading of 47 import errors (exit 0) but one line, exit code 2, valid score
+    files."""
     (tmp_path / "empty").mkdir()
     score = grade(tmp_path / "empty", tmp_path / "out", "--tasks", "1.1")
-    assert score["_exit"] == 0
-    assert score["score"] == 0
-    assert "No module named 'tinytrain'" in score["tasks"][0]["tests"][0]["message"]
+    assert score["_exit"] == 2
+    assert score["status"] == "error" and score["score"] == 0
+    assert "no tinytrain/ folder" in score["error"]
+    assert len(score["_stderr"].strip().splitlines()) == 1
 
 
 def test_missing_folder_is_a_usage_error_with_a_valid_score_file(tmp_path):

@@ -334,6 +334,124 @@ def test_a_symbolic_link_in_the_submission_is_refused(autograder, where):
     assert_own_files(out, score)
 
 
+def test_a_hard_link_in_the_submission_is_refused(autograder):
+    """A file of tinytrain/ that is another name of a root-only file (a 0600 secret on the
+    same file system): root copied it into the worker's scratch folder on main 9efcd2d,
+    where the worker read it. Refused as symbolic links are: one line, exit code 2."""
+    sub, out = fresh(autograder)
+    shutil.copytree(TEMPLATE / "tinytrain", sub / "tinytrain")
+    secret = sub.parent / "secret.txt"
+    secret.write_text("THE-SECRET-918273645\n")
+    os.chmod(secret, 0o600)
+    os.link(secret, sub / "tinytrain" / "notes.txt")
+    score = grade_in(autograder, "--tasks", "1.1")
+    assert score["_exit"] == 2
+    assert score["status"] == "error" and score["score"] == 0
+    assert "hard link" in score["error"] and "notes.txt" in score["error"]
+    assert len(score["_stderr"].strip().splitlines()) == 1, score["_stderr"]
+    assert "THE-SECRET" not in json.dumps(score)
+    assert json.loads((out / "results.json").read_text())["score"] == 0
+    assert_own_files(out, score)
+
+
+REACH_THE_GRADER = """
+def _reach_the_grader():
+    import importlib, os, sys
+    found = []
+    try:
+        from graders.probes import _functions  # noqa: F401
+        found.append("import")
+    except BaseException:
+        pass
+    if any(name.startswith("graders") for name in sys.modules):
+        found.append("sys.modules")
+    sys.meta_path[:] = [f for f in sys.meta_path if "Block" not in type(f).__name__]
+    try:
+        importlib.import_module("graders.probes._functions")
+        found.append("import without the blocker")
+    except BaseException:
+        pass
+    for folder in sys.path:
+        path = os.path.join(folder, "graders", "probes", "_functions.py")
+        try:
+            with open(path) as f:
+                if "def " in f.read():
+                    found.append("read " + path)
+        except OSError:
+            pass
+    print("GRADER-REACHED", found or "nothing")
+_reach_the_grader()
+"""
+
+
+def test_the_graders_modules_are_out_of_the_submissions_reach(autograder):
+    """The probes hold the grader's own recorder, engine and hook runner (tasks 1.1, 1.2,
+    1.4): on main 9efcd2d a template whose stubs called graders.probes._functions scored
+    1.1 10/10. Now none of import, sys.modules, an import with the blocker removed, or
+    reading the file reaches them."""
+    sub, _ = fresh(autograder)
+    with_init(sub, REACH_THE_GRADER)
+    score = grade_in(autograder, "--tasks", "1.1")
+    assert score["_exit"] == 0, score["_stderr"]
+    reached = lines_with(score, "GRADER-REACHED")
+    assert reached and set(reached) == {"GRADER-REACHED nothing"}, reached
+    assert score["score"] == 0
+
+
+LEAVE_BEHIND = """
+def _leave_behind():
+    import ctypes, os
+    for folder in {folders!r}:
+        try:
+            with open(os.path.join(folder, "left-by-worker.txt"), "w") as f:
+                f.write("still here")
+            os.makedirs(os.path.join(folder, "left-dir", "deeper"), exist_ok=True)
+        except OSError as exc:
+            print("LEAVE-FAILED", folder, exc)
+    libc = ctypes.CDLL(None, use_errno=True)
+    print("SHMID", libc.shmget(0, 4096, 0o1000 | 0o600))  # IPC_PRIVATE, IPC_CREAT
+    print("SEMID", libc.semget(0, 1, 0o1000 | 0o600))
+_leave_behind()
+"""
+
+
+def test_files_and_ipc_left_anywhere_are_removed(autograder):
+    """The worker writes in shared folders no list names (a world-writable spool folder,
+    one deep below another) and makes System V IPC objects: all gone after the grading
+    (on main 9efcd2d only /tmp, /var/tmp, /dev/shm and /run/lock were cleaned)."""
+    shared = [Path(tempfile.mkdtemp(prefix="tinytrain-spool-", dir="/var/cache")),
+              Path(tempfile.mkdtemp(prefix="tinytrain-deep-", dir="/srv" if os.path.isdir("/srv")
+                                    else "/var/lib"))]
+    try:
+        deep = shared[1] / "a" / "b" / "c"
+        deep.mkdir(parents=True)
+        for path in (shared[0], shared[1], shared[1] / "a", shared[1] / "a" / "b"):
+            os.chmod(path, 0o755)
+        os.chmod(shared[0], 0o1777)
+        os.chmod(deep, 0o777)
+        folders = [str(shared[0]), str(deep)]
+        sub, _ = fresh(autograder)
+        with_init(sub, LEAVE_BEHIND.format(folders=folders))
+        score = grade_in(autograder, "--tasks", "1.1")
+        assert score["_exit"] == 0, score["_stderr"]
+        assert score["score"] == 0
+        assert "LEAVE-FAILED" not in json.dumps(score)
+        uid = worker_uid()
+        for folder in folders:
+            assert os.listdir(folder) == [], folder
+        made = {line.split()[0]: int(line.split()[1])
+                for line in lines_with(score, "SHMID") + lines_with(score, "SEMID")}
+        assert made and min(made.values()) >= 0, made  # the objects were made
+        for kind in ("shm", "sem"):
+            header, *rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+            owners = [dict(zip(header.split(), row.split()))["uid"] for row in rows]
+            assert str(uid) not in owners, (kind, rows)
+        assert_nothing_left(uid)
+    finally:
+        for path in shared:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 BLOCKED_PIPE = """
 def _block_the_pipe():
     import builtins, fcntl, json, os, struct, sys, time  # tinytrain has its own int
@@ -458,7 +576,9 @@ def test_the_worker_environment(tmp_path):
     user, _ = sandbox.acquire_user(WORKER_USER)
     try:
         code = ("import importlib.util as u; print(sys.prefix, [m for m in ('torch', "
-                "'graders.oracle', 'graders.suites', 'hypothesis') if u.find_spec(m)])")
+                "'hypothesis', 'pytest') if u.find_spec(m)])\n"
+                "try:\n    import graders\nexcept PermissionError:\n    pass\n"
+                "else:\n    print('the grader is readable')")
         done = subprocess.run(env.command(code), user=user.uid, group=user.gid, extra_groups=[],
                               env={"PATH": "/usr/bin:/bin", **env.variables}, cwd="/",
                               capture_output=True, text=True, timeout=120)

@@ -22,6 +22,7 @@ from graders.harness.client import _Worker
 from graders.report import error_score
 
 from .conftest import REFERENCE, TEMPLATE, grade_forked
+from .hostile import HOOK_FILE
 
 RUBRIC = rubric.load()
 
@@ -184,7 +185,7 @@ def test_grade_forked_still_works_and_leaves_nothing(tmp_path, monkeypatch):
         import shutil
 
         shutil.copytree(TEMPLATE / "tinytrain", sub / "tinytrain")
-        init = sub / "tinytrain" / "__init__.py"
+        init = sub / "tinytrain" / HOOK_FILE
         init.write_text(init.read_text() + "\n" + DAEMON.replace("import os, sys, time",
                                                                "import os, time"))
         score = grade_forked(sub, tmp_path / "out", "--tasks", "1.1")

@@ -227,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         readme.write_text(render_readme(args.reference, rubric_module.load(),
                                         root / "pyproject.toml"))
         (args.out.parent / ".gitignore").write_text(GITIGNORE)
+        if args.reference.resolve() == (root / "reference" / "tinytrain").resolve():
+            from . import given  # the grader's copy of the given files, kept in step
+
+            given.MANIFEST.write_text(given.render(args.reference))
     except TemplateError as exc:
         print(f"tinytrain-make-template: error: {exc}", file=sys.stderr)
         return 2

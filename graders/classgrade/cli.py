@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -24,10 +25,11 @@ from typing import Any
 from .. import __version__
 from .. import rubric as rubric_module
 from ..cli import SEED_VARIABLE as SEED_ENV
-from . import collect, similarity
+from . import collect, exports, handback, history, similarity
 from .collect import Entry, SubmissionProblem
-from .gradebook import Row, grades_csv, load_score, make_row
-from .late import LatePolicy, parse_datetime, read_times
+from .gradebook import STATUS_LABELS, Row, grades_csv, load_score, make_row
+from .grader_refs import grader_references
+from .late import LatePolicy, parse_datetime, read_adjustments, read_times
 
 EXIT_DONE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 STATE = "grading.json"
@@ -75,6 +77,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    "columns submission,submitted_at, or GitHub Classroom's grades CSV "
                    "(student_repository_name, submission_timestamp); Gradescope exports carry "
                    "their own")
+    p.add_argument("--adjustments", type=Path, metavar="CSV", help="per-student extensions "
+                   "and overrides: columns submission and any of extension_days, "
+                   "extension_hours (the deadline moves for that student), override_points "
+                   "(the final points, penalty or not), note")
+    p.add_argument("--roster", type=Path, metavar="CSV", help="who made each submission, for "
+                   "the LMS exports (canvas.csv, gradescope.csv): columns submission, name, "
+                   "sid, email, canvas_id, login, section; one row per student, a group's "
+                   "members each on their own row")
+    p.add_argument("--lms-assignment", metavar="NAME", help="the assignment's column in "
+                   "canvas.csv (Canvas matches 'Homework 2 (1234)' to its assignment 1234); "
+                   "default: the tasks graded")
     p.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE, help="the student "
                    "template's tinytrain/ package: its code is not counted as similarity")
     p.add_argument("--similarity-common", type=int, metavar="N", help="code found in more than "
@@ -131,13 +144,17 @@ def read_state(folder: Path) -> dict[str, Any] | None:
     return state if isinstance(state, dict) else None
 
 
+HISTORY = "history.jsonl"
+
+
 def record(folder: Path, entry: Entry, outcome: dict[str, Any], key: str) -> None:
     """Write a submission's files, its feedback page, then its state (last: a grading whose
-    state is missing is graded again)."""
+    state is missing is graded again), and add the grading to the class's history."""
     folder.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         (folder / STATE).unlink()
-    for stale in ("score.json", "results.json", "classroom.json", "feedback.txt"):
+    for stale in ("score.json", "results.json", "classroom.json", "pytest_report.json",
+                  "feedback.txt"):
         with contextlib.suppress(FileNotFoundError):
             (folder / stale).unlink()
     for name, data in outcome.get("files", {}).items():
@@ -154,6 +171,7 @@ def record(folder: Path, entry: Entry, outcome: dict[str, Any], key: str) -> Non
     state.update(content_hash=entry.content_hash, options_key=key,
                  graded_at=datetime.now(UTC).isoformat(timespec="seconds"))
     report.write_text(folder / STATE, json.dumps(state, indent=2) + "\n")
+    history.append(folder.parent.parent / HISTORY, entry.name, state, score)
 
 
 class Progress:
@@ -226,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
         entries, notes = collect.discover(Path(args.submissions), work)
         if args.submission_times:
             _apply_times(entries, read_times(args.submission_times), notes)
+        roster = exports.read_roster(args.roster) if args.roster else None
+        people, export_notes = exports.members(entries, roster)
+        adjustments = _match_adjustments(
+            entries, read_adjustments(args.adjustments) if args.adjustments else {}, people,
+            notes)
     except (SubmissionProblem, ValueError, OSError) as exc:
         return _fail(str(exc))
     inside = [e for e in entries if e.source.resolve() == out.resolve()]
@@ -254,12 +277,26 @@ def main(argv: list[str] | None = None) -> int:
         else:
             todo.append(entry)
     by_name = {e.name: e for e in entries}
-    for entry in [e for e in todo if e.problem]:
-        record(students / entry.name, entry, {"name": entry.name, "status": "error",
-                                              "reason": entry.problem, "duration": 0.0}, key)
+    for entry in todo:
+        if entry.problem:
+            status, reason = "error", entry.problem
+        elif missing := collect.missing_package(entry.root):
+            status, reason = "no_package", missing
+        else:
+            continue
+        record(students / entry.name, entry, {"name": entry.name, "status": status,
+                                              "reason": reason, "duration": 0.0}, key)
+    ungraded = {e.name for e in todo if e.problem or collect.missing_package(e.root)}
     jobs = [{"name": e.name, "archive": collect.pack(e.root), "options": options,
-             "key": e.content_hash} for e in todo if not e.problem]
+             "key": e.content_hash} for e in todo if e.name not in ungraded]
 
+    from .job import clean_orphans
+
+    orphans = clean_orphans()  # gradings left by a class run that was killed
+    if orphans:
+        notes.append(f"removed {len(orphans)} temporary folder(s) of gradings whose class run "
+                     "had died (and stopped what was left of them)")
+        print(notes[-1], file=sys.stderr)
     executor: Any = None
     progress = Progress(len(jobs))
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -298,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         folder = students / entry.name
         state = read_state(folder) or {"status": "error", "reason": "no grading recorded"}
         state["reused"] = entry.name not in regraded
-        rows.append(make_row(entry, state, load_score(folder), tasks, policy))
+        rows.append(make_row(entry, state, load_score(folder), tasks, policy,
+                             adjustments.get(entry.name)))
     _note_versions(rows, notes)
     if policy is not None:
         unknown = [r.name for r in rows if r.entry.submitted_at is None]
@@ -315,12 +353,24 @@ def main(argv: list[str] | None = None) -> int:
     pairs, info = _similarity(entries, out, args)
     report.write_text(out / "similarity.csv", _similarity_csv(pairs))
     report.write_text(out / "grades.csv", grades_csv(rows, tasks, policy))
+    notes += export_notes
+    assignment = args.lms_assignment or f"tinytrain {', '.join(t.id for t in tasks)}"
+    report.write_text(out / "canvas.csv", exports.canvas_csv(rows, people, assignment))
+    report.write_text(out / "gradescope.csv", exports.gradescope_csv(rows, people))
+    for row in rows:
+        handback.write(out / handback.HANDBACK / row.name, row, tasks,
+                       [p.name for p in people.get(row.name, []) if p.name and roster])
+    stale_handback = sorted({p.name for p in (out / handback.HANDBACK).iterdir()}
+                            - set(by_name))
+    for name in stale_handback:  # a hand-back of a submission no longer in the class
+        shutil.rmtree(out / handback.HANDBACK / name)
+    changes = history.changes(history.read(out / HISTORY), set(by_name))
     ctx = report.Context(
         title=args.title or f"tinytrain: class report ({len(entries)} submissions)",
         tasks=tasks, options=options, seed_source=seed_source, policy=policy,
         executor=executor.description, started=started,
         wall_time=time.monotonic() - wall_start, pairs=pairs, similarity_info=info,
-        notes=notes, graded_now=len(todo), reused=reused)
+        notes=notes, graded_now=len(todo), reused=reused, changes=changes)
     report.write_text(out / "report.html", report.render_report(rows, ctx))
     _summary(rows, out, len(todo), reused, pairs)
     return EXIT_DONE
@@ -334,6 +384,28 @@ def _policy(args: argparse.Namespace) -> LatePolicy | None:
                          "negative")
     return LatePolicy(parse_datetime(args.deadline), args.late_penalty, args.late_cap,
                       timedelta(minutes=args.grace_minutes))
+
+
+def _match_adjustments(entries: list[Entry], found: dict[str, Any],
+                       people: dict[str, list[exports.Student]],
+                       notes: list[str]) -> dict[str, Any]:
+    """{entry name: its adjustment}, matched by submission name, or a student's name, SID,
+    email or login (from the export or the roster)."""
+    matched, used = {}, set()
+    for entry in entries:
+        members = [v for p in people.get(entry.name, []) for v in (p.name, p.sid, p.email,
+                                                                  p.login) if v]
+        for key in (entry.name, entry.source.name, entry.source.stem, *entry.names,
+                    *entry.sids, *entry.emails, *members):
+            if key in found:
+                matched[entry.name] = found[key]
+                used.add(key)
+                break
+    unused = sorted(set(found) - used)
+    if unused:
+        notes.append(f"adjustments for {len(unused)} name(s) that match no submission: "
+                     f"{', '.join(unused[:20])}")
+    return matched
 
 
 def _apply_times(entries: list[Entry], times: dict[str, datetime], notes: list[str]) -> None:
@@ -365,9 +437,13 @@ def _similarity(entries: list[Entry], out: Path,
 
     template = args.template if args.template and args.template.is_dir() else None
     documents = {}
+    references = {}
     for entry in entries:
         if entry.root is None:
             continue
+        found = grader_references(entry.root)
+        if found:
+            references[entry.name] = found
         path = out / "students" / entry.name / "solution_regions.py"
         report.write_text(path, similarity.solution_regions(entry.root, template))
         documents[entry.name] = path
@@ -380,7 +456,9 @@ def _similarity(entries: list[Entry], out: Path,
                                          graders=similarity.grader_sources(),
                                          reference=reference)
     except (RuntimeError, OSError, ValueError) as exc:
-        return [], {"error": str(exc), "compared": 0, "common_max": common}
+        return [], {"error": str(exc), "compared": 0, "common_max": common,
+                    "grader_references": references}
+    info["grader_references"] = references
     if template is None:
         info["error"] = (f"no student template at {args.template}: the template's code counts "
                          "as similarity (give --template)")
@@ -405,8 +483,13 @@ def _similarity_csv(pairs: list[similarity.Pair]) -> str:
 def _summary(rows: list[Row], out: Path, graded_now: int, reused: int,
              pairs: list[similarity.Pair]) -> None:
     failed = [r for r in rows if r.status != "graded"]
+    counts: dict[str, int] = {}
+    for row in failed:
+        label = STATUS_LABELS.get(row.status, row.status)
+        counts[label] = counts.get(label, 0) + 1
+    apart = "".join(f", {n} {label}" for label, n in sorted(counts.items()))
     print(f"graded {graded_now} submission(s), kept {reused} from an earlier run; "
-          f"{len(rows) - len(failed)} graded, {len(failed)} not graded")
+          f"{len(rows) - len(failed)} graded, {len(failed)} not graded{apart}")
     for row in failed:
         print(f"  {row.name}: {row.grading_status}")
     between = [p for p in pairs if not p.known]

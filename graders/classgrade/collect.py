@@ -219,6 +219,20 @@ def prepare(entry: Entry, work: Path) -> None:
         entry.content_hash = hash_bytes(entry.source) if entry.source.is_file() else ""
 
 
+def missing_package(root: Path | None) -> str | None:
+    """Why ``root`` (a prepared entry's folder) holds no package to grade, or None: it has
+    ``tinytrain/__init__.py`` or is the package itself (``__init__.py`` at its top)."""
+    if root is None:
+        return None
+    if (root / PACKAGE / "__init__.py").is_file() or (root / "__init__.py").is_file():
+        return None
+    shown = sorted(p.relative_to(root).as_posix() + ("/" if p.is_dir() else "")
+                   for p in root.rglob("*") if not any(s in SKIPPED for s in p.parts))
+    listing = ", ".join(shown[:10]) + (f" and {len(shown) - 10} more" if len(shown) > 10 else "")
+    return (f"no tinytrain package (a folder tinytrain/ holding __init__.py) in the "
+            f"submission; it holds: {listing or 'nothing'}")
+
+
 def find_root(folder: Path) -> Path:
     """The folder holding ``tinytrain/`` within ``folder`` (itself or up to two levels of
     wrapping folders), or ``folder`` itself (the grader then reports the missing package)."""

@@ -3,7 +3,9 @@
 ``grades.csv``: a first row ``points-per-question`` with each task's points, then one row
 per submission: ``file`` (the submission's name), one column per task (its points),
 ``total_points_earned``, ``percent_correct`` (a fraction, as otter writes it) and
-``grading_status`` (``Completed``, or why the submission could not be graded). With a
+``grading_status`` (``Completed``, or why the submission could not be graded: ``no
+package``, ``did not import``, ``import timed out``, ``error``, ``crashed``, ``timeout``,
+each with its reason). With a
 deadline, ``submitted_at``, ``days_late``, ``penalty_percent``, ``penalty_points`` and
 ``final_points`` follow (the raw score is ``total_points_earned``); where the export names
 the students, ``name``, ``sid`` and ``email`` close the row.
@@ -21,10 +23,34 @@ from typing import Any
 
 from ..rubric import Task
 from .collect import Entry
-from .late import LatePolicy
+from .late import Adjustment, LatePolicy
 
 POINTS_ROW = "points-per-question"
 COMPLETED = "Completed"
+# statuses besides graded: the submission's own (no package, import) and the grading's
+STATUS_LABELS = {"no_package": "no package", "import_error": "did not import",
+                 "import_timeout": "import timed out", "error": "error", "crashed": "crashed",
+                 "timeout": "timeout"}
+IMPORT_FAILED = "the submission could not be imported"  # graders.harness's message
+IMPORT_STEP = "import tinytrain: "  # a probe call's "what" when the import hung or crashed
+
+
+def import_failure(score: dict[str, Any] | None) -> tuple[str, str] | None:
+    """(status, the message) when no test ran because ``import tinytrain`` failed: every
+    test ended with the one remembered import failure. None otherwise."""
+    tests = [test for task in (score or {}).get("tasks", []) for test in task.get("tests", [])]
+    if not tests or any(t.get("status") == "passed" for t in tests):
+        return None
+    messages = {(t.get("message") or "").split("\n")[0] for t in tests}
+    if len(messages) != 1:
+        return None
+    message = messages.pop()
+    if message.startswith(IMPORT_FAILED):
+        return "import_error", message
+    if message.startswith(IMPORT_STEP):
+        status = "import_timeout" if all(t["status"] == "timeout" for t in tests) else "import_error"
+        return status, message
+    return None
 
 
 @dataclass
@@ -40,6 +66,8 @@ class Row:
     total: float = 0.0
     days_late: int | None = None
     penalty_percent: float = 0.0
+    adjustment: Adjustment | None = None
+    deadline: datetime | None = None  # this submission's own (an extension moves it)
 
     @property
     def name(self) -> str:
@@ -47,7 +75,9 @@ class Row:
 
     @property
     def grading_status(self) -> str:
-        return COMPLETED if self.status == "graded" else f"{self.status}: {self.reason}"
+        if self.status == "graded":
+            return COMPLETED
+        return f"{STATUS_LABELS.get(self.status, self.status)}: {self.reason}"
 
     @property
     def penalty_points(self) -> float:
@@ -55,6 +85,8 @@ class Row:
 
     @property
     def final(self) -> float:
+        if self.adjustment is not None and self.adjustment.override_points is not None:
+            return self.adjustment.override_points
         return round(self.total - self.penalty_points, 4)
 
     def tests(self) -> list[tuple[str, dict[str, Any]]]:
@@ -73,18 +105,26 @@ class Row:
 
 
 def make_row(entry: Entry, state: dict[str, Any], score: dict[str, Any] | None,
-             tasks: tuple[Task, ...], policy: LatePolicy | None) -> Row:
+             tasks: tuple[Task, ...], policy: LatePolicy | None,
+             adjustment: Adjustment | None = None) -> Row:
+    """A submission's row: its task points, and with a policy its lateness (against its
+    own deadline where ``adjustment`` extends it; an override sets the final points)."""
     row = Row(entry=entry, status=state["status"], reason=state.get("reason", ""),
               duration=float(state.get("duration", 0.0)), score=score,
               host=state.get("host", ""), reused=bool(state.get("reused")))
+    if row.status == "graded" and (failed := import_failure(score)):
+        row.status, row.reason = failed
     by_id = {t["id"]: t for t in (score or {}).get("tasks", [])}
     for task in tasks:
         got = by_id.get(task.id)
         row.task_points[task.id] = float(got["score"]) if got and row.status == "graded" else 0.0
     row.total = round(sum(row.task_points.values()), 4)
+    row.adjustment = adjustment
     if policy is not None:
-        row.days_late = policy.days_late(entry.submitted_at)
-        row.penalty_percent = policy.penalty_percent(row.days_late)
+        own = adjustment.policy_for(policy) if adjustment else policy
+        row.deadline = own.deadline
+        row.days_late = own.days_late(entry.submitted_at)
+        row.penalty_percent = own.penalty_percent(row.days_late)
     return row
 
 
@@ -94,17 +134,23 @@ def _num(value: float) -> str:
 
 def grades_csv(rows: list[Row], tasks: tuple[Task, ...], policy: LatePolicy | None) -> str:
     identity = any(r.entry.names or r.entry.sids or r.entry.emails for r in rows)
+    adjusted = any(r.adjustment is not None for r in rows)
+    late = policy is not None or adjusted
     header = ["file", *(t.id for t in tasks), "total_points_earned", "percent_correct",
               "grading_status"]
-    if policy is not None:
+    if late:
         header += ["submitted_at", "days_late", "penalty_percent", "penalty_points",
                    "final_points"]
+    if adjusted:
+        header += ["adjustment"]
     if identity:
         header += ["name", "sid", "email"]
     max_total = round(sum(t.points for t in tasks), 4)
     points = [POINTS_ROW, *(_num(t.points) for t in tasks), _num(max_total), "1", "--"]
-    if policy is not None:
+    if late:
         points += ["--", "--", "--", "--", _num(max_total)]
+    if adjusted:
+        points += ["--"]
     if identity:
         points += ["", "", ""]
     buffer = io.StringIO()
@@ -115,10 +161,12 @@ def grades_csv(rows: list[Row], tasks: tuple[Task, ...], policy: LatePolicy | No
         percent = round(row.total / max_total, 4) if max_total else 0.0
         line = [row.name, *(_num(row.task_points[t.id]) for t in tasks), _num(row.total),
                 _num(percent), row.grading_status]
-        if policy is not None:
+        if late:
             when = row.entry.submitted_at
             line += [_iso(when), "" if row.days_late is None else str(row.days_late),
                      _num(row.penalty_percent), _num(row.penalty_points), _num(row.final)]
+        if adjusted:
+            line += [row.adjustment.describe() if row.adjustment else ""]
         if identity:
             line += ["; ".join(row.entry.names), "; ".join(row.entry.sids),
                      "; ".join(row.entry.emails)]

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,10 +31,130 @@ WORKER_USER_ENV = "TINYTRAIN_WORKER_USER"
 WORKER_USER_PREFIX = "tinytrain-worker-"
 SLOT_DIR = Path(tempfile.gettempdir()) / "tinytrain-grade-slots"
 MAX_SLOTS = 256
-OUTPUT_FILES = ("score.json", "results.json", "classroom.json")
+OUTPUT_FILES = ("score.json", "results.json", "classroom.json", "pytest_report.json")
 FEEDBACK_CAP = 1 << 20  # bytes of the grader's printed report kept as feedback.txt
 
 EXIT_GRADED, EXIT_USAGE, EXIT_INTERNAL = 0, 2, 3
+TMP_PREFIX = "tinytrain-class-"
+OWNER_FILE = ".owner"  # in a grading's temporary folder: locked while the grading runs
+UNOWNED_AGE_S = 86400  # a temporary folder without an owner file (older versions): a day
+
+# Run as the grader's parent: ask the kernel to SIGKILL this process when the process that
+# started it dies (prctl PR_SET_PDEATHSIG, kept across execve), then become the grader.
+# argv: the expected parent's pid, then the command. If the parent is already gone (it died
+# between fork and prctl), exit at once.
+DEATHSIG = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(70)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def with_deathsig(cmd: list[str]) -> list[str]:
+    """``cmd`` run so that it dies with this process (Linux; elsewhere ``cmd`` as is)."""
+    if not sys.platform.startswith("linux"):
+        return cmd
+    return [sys.executable, "-c", DEATHSIG, str(os.getpid()), *cmd]
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot), or None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _group_members(pgid: int, since: int) -> list[int]:
+    """Processes in process group ``pgid`` started at or after ``since`` (so not a later
+    group that reused the number: those started after the grading's folder was cleaned)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and int(fields[19]) >= since:
+            found.append(int(entry.name))
+    return found
+
+
+def clean_orphans(tmp: Path | None = None) -> list[str]:
+    """Remove the temporary folders of gradings whose class run died (SIGKILL, a lost
+    machine), first killing what is left of their graders. A grading's folder holds
+    ``OWNER_FILE``, locked (flock) by the process that runs the grading for as long as it
+    runs: a folder whose lock can be taken has no owner any more. Live gradings, of this
+    run or another, are never touched. Returns the folders removed."""
+    base = Path(tmp or tempfile.gettempdir())
+    removed = []
+    for folder in sorted(base.glob(f"{TMP_PREFIX}*")):
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        owner = folder / OWNER_FILE
+        try:
+            handle = open(owner, "r+")
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                if time.time() - folder.stat().st_mtime > UNOWNED_AGE_S:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed.append(str(folder))
+            continue
+        except OSError:
+            continue
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live grading
+            try:  # the grading may have ended (its folder gone) between open and flock
+                if os.stat(owner).st_ino != os.fstat(handle.fileno()).st_ino:
+                    continue
+            except OSError:
+                continue
+            with contextlib.suppress(ValueError, OSError):
+                info = json.loads(handle.read() or "{}")
+                pgid, since = int(info.get("pgid", 0)), int(info.get("started", 0))
+                if pgid > 1:
+                    for pid in _group_members(pgid, since):
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.kill(pid, signal.SIGKILL)
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(str(folder))
+    return removed
+
+
+@contextlib.contextmanager
+def owned_folder() -> Iterator[tuple[Path, Callable[[int], None]]]:
+    """A temporary folder for one grading, with its owner lock held until the folder is
+    gone; and a function to record the grader's process group in it (for
+    ``clean_orphans``). The lock file is locked before it takes its name, and the folder
+    removed before the lock is let go: another run's ``clean_orphans`` never sees an
+    unlocked owner file of a live grading."""
+    path = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
+    try:
+        fd = os.open(path / (OWNER_FILE + ".new"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "r+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            os.rename(path / (OWNER_FILE + ".new"), path / OWNER_FILE)
+
+            def started(pgid: int) -> None:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(json.dumps({"owner": os.getpid(), "pgid": pgid,
+                                         "started": _start_time(pgid) or 0}))
+                handle.flush()
+
+            try:
+                yield path, started
+            finally:
+                shutil.rmtree(path, ignore_errors=True)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -131,9 +252,9 @@ def grade_job(job: dict[str, Any], watch: Watch | None = None) -> dict[str, Any]
     options = job["options"]
     outcome: dict[str, Any] = {"name": job["name"], "host": socket.gethostname(), "files": {},
                                "exit_code": None, "duration": 0.0, "slot": None}
-    with slot() as number, tempfile.TemporaryDirectory(prefix="tinytrain-class-") as tmp:
+    clean_orphans()
+    with slot() as number, owned_folder() as (tmp_path, started):
         outcome["slot"] = number
-        tmp_path = Path(tmp)
         os.chmod(tmp_path, 0o755)  # the sandbox's worker user must reach the submission
         submission, out = tmp_path / "submission", tmp_path / "out"
         try:
@@ -144,8 +265,16 @@ def grade_job(job: dict[str, Any], watch: Watch | None = None) -> dict[str, Any]
         out.mkdir()
         log = tmp_path / "grader.log"
         timeout = float(options.get("timeout", 1800))
-        code, duration = run_limited(child_command(options, submission, out),
-                                     child_env(options, number), tmp_path, timeout, log, watch)
+
+        def watched(proc: subprocess.Popen, running: bool) -> None:
+            if running:
+                started(proc.pid)  # its own session: the pid is the process group
+            if watch:
+                watch(proc, running)
+
+        code, duration = run_limited(with_deathsig(child_command(options, submission, out)),
+                                     child_env(options, number), tmp_path, timeout, log,
+                                     watched)
         outcome["exit_code"], outcome["duration"] = code, round(duration, 3)
         for name in OUTPUT_FILES:
             if (out / name).is_file():

@@ -104,3 +104,82 @@ def read_times(path: Path) -> dict[str, datetime]:
             except ValueError as exc:
                 raise ValueError(f"{path}:{line}: bad time {when!r} ({exc})") from exc
     return times
+
+
+# --- per-student adjustments: extensions and overrides ------------------------------------
+
+ADJUSTMENT_COLUMNS = ("submission", "extension_days", "extension_hours", "override_points",
+                      "note")
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """One student's exception to the rule: more time (the deadline moves for them), or a
+    final score set by hand (an override wins over everything, the penalty included)."""
+
+    extension: timedelta = timedelta(0)
+    override_points: float | None = None
+    note: str = ""
+
+    def policy_for(self, policy: LatePolicy) -> LatePolicy:
+        if not self.extension:
+            return policy
+        return LatePolicy(policy.deadline + self.extension, policy.percent_per_day,
+                          policy.cap_percent, policy.grace)
+
+    def describe(self) -> str:
+        parts = []
+        if self.extension:
+            parts.append(f"extension of {_hours(self.extension)} h")
+        if self.override_points is not None:
+            parts.append(f"final points set to {self.override_points:g}")
+        text = ", ".join(parts)
+        return f"{text} ({self.note})" if self.note and text else (text or self.note)
+
+
+def _hours(delta: timedelta) -> str:
+    return f"{delta.total_seconds() / 3600:g}"
+
+
+def _number(text: str, path: Path, line: int, column: str) -> float | None:
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{path}:{line}: {column} {text!r} is not a number") from None
+    if value != value or value < 0:
+        raise ValueError(f"{path}:{line}: {column} must not be negative")
+    return value
+
+
+def read_adjustments(path: Path) -> dict[str, Adjustment]:
+    """Adjustments by submission name (or a student's name, SID or email) from a CSV with
+    the columns ``submission`` and any of ``extension_days``, ``extension_hours``,
+    ``override_points``, ``note``."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        fields = [f.strip() for f in reader.fieldnames or []]
+        if "submission" not in fields:
+            raise ValueError(f"{path}: needs a submission column (and any of "
+                             f"{', '.join(ADJUSTMENT_COLUMNS[1:])}); it has "
+                             f"{', '.join(fields) or 'none'}")
+        unknown = [f for f in fields if f not in ADJUSTMENT_COLUMNS]
+        if unknown:
+            raise ValueError(f"{path}: unknown column(s) {', '.join(unknown)} (known: "
+                             f"{', '.join(ADJUSTMENT_COLUMNS)})")
+        found: dict[str, Adjustment] = {}
+        for line, row in enumerate(reader, start=2):
+            row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
+            name = row.get("submission", "")
+            if not name:
+                continue
+            if name in found:
+                raise ValueError(f"{path}:{line}: a second row for {name!r}")
+            days = _number(row.get("extension_days", ""), path, line, "extension_days") or 0.0
+            hours = _number(row.get("extension_hours", ""), path, line, "extension_hours") or 0.0
+            found[name] = Adjustment(
+                timedelta(days=days, hours=hours),
+                _number(row.get("override_points", ""), path, line, "override_points"),
+                row.get("note", ""))
+    return found

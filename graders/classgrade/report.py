@@ -4,8 +4,9 @@ REPORT folder can be zipped, copied or opened from disk."""
 
 from __future__ import annotations
 
+import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -14,7 +15,7 @@ from urllib.parse import quote
 
 from ..rubric import Task
 from . import plots
-from .gradebook import Row
+from .gradebook import STATUS_LABELS, Row
 from .late import LatePolicy
 from .similarity import KNOWN_MIN, MIN_SHARED, Pair
 
@@ -26,11 +27,18 @@ table{border-collapse:collapse;margin:.6em 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e4e4e4;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f5f5f7}td.n,th.n{text-align:right}
 .ok{color:#1e7d32}.bad{color:#b8433a;font-weight:600}.muted{color:#777}
-pre{background:#f7f7f9;padding:.6em;overflow:auto;max-height:24em;font-size:12px}
+pre{background:#f7f7f9;padding:.6em;overflow:auto;max-height:24em;font-size:12px;
+white-space:pre-wrap;overflow-wrap:anywhere}
+table.panes{table-layout:fixed;width:100%}table.panes td,table.panes th{width:50%}
+table.causes{table-layout:fixed;width:100%}table.causes td{overflow-wrap:anywhere}
+table.causes td:nth-child(1){width:30%}
+table.causes td:nth-child(2){width:10%}table.causes td:nth-child(3){width:25%}
+td.status{max-width:22em;overflow-wrap:anywhere}
 mark{background:#ffe08a}svg.plot{width:100%;height:auto;max-width:760px;display:block}
 .cards{display:flex;gap:1em;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;
 padding:.5em 1em}.card b{display:block;font-size:1.4em}
-.wide{overflow-x:auto}figure{margin:1em 0}figcaption{color:#555;font-size:.9em}
+tr.late td,.late-key{background:#fff4e5}.wide{overflow-x:auto}figure{margin:1em 0}
+figcaption{color:#555;font-size:.9em}
 """
 
 
@@ -66,6 +74,7 @@ class Context:
     notes: list[str]
     graded_now: int
     reused: int
+    changes: list[dict[str, Any]] = field(default_factory=list)  # history.changes
 
 
 def task_stats(rows: list[Row], tasks: tuple[Task, ...]) -> list[dict[str, Any]]:
@@ -82,30 +91,47 @@ def task_stats(rows: list[Row], tasks: tuple[Task, ...]) -> list[dict[str, Any]]
     return stats
 
 
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|[-+]?\d+(\.\d+)?([eE][-+]?\d+)?")
+
+
+def cause_key(message: str) -> str:
+    """What identifies a failure's cause: the message's first line with its numbers (values,
+    shapes, addresses) made alike, so the same mistake on other inputs is one cause."""
+    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    return _NUMBER.sub("#", first)[:300]
+
+
 def failed_tests(rows: list[Row]) -> list[dict[str, Any]]:
-    """Tests by how many submissions failed them (not counting unfinished stubs), each with
-    one example message."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
+    """Causes of failure by how many submissions hit them: one item per distinct message
+    (numbers alike), with the tests it failed and one example. Only graded submissions
+    count (one that did not import has no test that ran), and unfinished stubs
+    (``not_implemented``) do not."""
+    found: dict[str, dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: r.name):
+        if row.status != "graded":
+            continue
         for task_id, test in row.tests():
             if test["status"] in ("passed", "not_implemented"):
                 continue
-            key = (task_id, test["name"])
-            item = found.setdefault(key, {"task": task_id, "test": test["name"],
-                                          "description": test.get("description", ""),
-                                          "count": 0, "statuses": {}, "example": None})
-            item["count"] += 1
+            message = test.get("message") or f"[{test['status']}]"
+            item = found.setdefault(cause_key(message), {
+                "cause": message.strip().splitlines()[0] if message.strip() else "",
+                "submissions": set(), "tests": {}, "statuses": {}, "example": None})
+            item["submissions"].add(row.name)
+            item["tests"].setdefault((task_id, test["name"]), test.get("description", ""))
             item["statuses"][test["status"]] = item["statuses"].get(test["status"], 0) + 1
             if item["example"] is None:
-                item["example"] = (row.name, test.get("message") or "")
-    return sorted(found.values(), key=lambda i: (-i["count"], i["task"], i["test"]))
+                item["example"] = (row.name, task_id, test["name"], message)
+    for item in found.values():
+        item["count"] = len(item["submissions"])
+    return sorted(found.values(), key=lambda i: (-i["count"], -len(i["tests"]), i["cause"]))
 
 
 def render_report(rows: list[Row], ctx: Context) -> str:
     rows = sorted(rows, key=lambda r: r.name)
     tasks = ctx.tasks
     max_total = round(sum(t.points for t in tasks), 4)
-    use_final = ctx.policy is not None
+    use_final = ctx.policy is not None or any(r.adjustment is not None for r in rows)
     shown_totals = [r.final if use_final else r.total for r in rows]
     graded = [r for r in rows if r.status == "graded"]
     problems = [r for r in rows if r.status != "graded" or r.test_problems()]
@@ -128,10 +154,10 @@ def render_report(rows: list[Row], ctx: Context) -> str:
     parts.append(_figure(plots.task_heatmap(ids, fractions),
                          "How many submissions scored in each band, per task."))
 
-    parts.append("<h2 id='failed'>Tests failed most often</h2>")
+    parts.append("<h2 id='failed'>Why tests failed</h2>")
     parts.append(_failed_table(failed_tests(rows), len(rows)))
 
-    parts.append("<h2 id='problems'>Errors, crashes and timeouts</h2>")
+    parts.append("<h2 id='problems'>Not graded, errors, crashes and timeouts</h2>")
     parts.append(_problem_table(problems))
 
     parts.append("<h2 id='timing'>Grading time</h2>")
@@ -139,6 +165,9 @@ def render_report(rows: list[Row], ctx: Context) -> str:
     bad_times = [r.duration for r in rows if r.status != "graded"]
     parts.append(_figure(plots.time_histogram(ok_times, bad_times),
                          _timing_caption(rows, ctx)))
+
+    parts.append("<h2 id='changes'>Regrades that changed a grade</h2>")
+    parts.append(_changes_table(ctx.changes))
 
     parts.append("<h2 id='students'>Submissions</h2>")
     parts.append(_student_table(rows, tasks, ctx.policy))
@@ -157,11 +186,15 @@ def _figure(svg: str, caption: str) -> str:
 def _header(rows: list[Row], ctx: Context, max_total: float, totals: list[float]) -> str:
     count = len(rows)
     graded = sum(r.status == "graded" for r in rows)
-    failed = count - graded
+    by_status = {s: sum(r.status == s for r in rows) for s in STATUS_LABELS}
     mean = statistics.fmean(totals) if totals else float("nan")
     median = statistics.median(totals) if totals else float("nan")
+    broken = by_status["import_error"] + by_status["import_timeout"]
     cards = [("submissions", str(count)), ("graded", str(graded)),
-             ("not graded", str(failed)), ("mean", f"{_num(mean)} / {max_total:g}"),
+             ("did not import", str(broken)), ("no package", str(by_status["no_package"])),
+             ("grading failed", str(by_status["error"] + by_status["crashed"]
+                                    + by_status["timeout"])),
+             ("mean", f"{_num(mean)} / {max_total:g}"),
              ("median", f"{_num(median)} / {max_total:g}")]
     html = ["<div class='cards'>"]
     html += [f"<div class='card'>{escape(k)}<b>{escape(v)}</b></div>" for k, v in cards]
@@ -183,8 +216,10 @@ def _header(rows: list[Row], ctx: Context, max_total: float, totals: list[float]
     html.append("</table>")
     for note in ctx.notes:
         html.append(f"<p class='muted'>{escape(note)}</p>")
-    html.append("<p><a href='grades.csv'>grades.csv</a> · <a href='similarity.csv'>"
-                "similarity.csv</a></p>")
+    html.append("<p><a href='grades.csv'>grades.csv</a> · <a href='canvas.csv'>canvas.csv</a>"
+                " · <a href='gradescope.csv'>gradescope.csv</a> · <a href='similarity.csv'>"
+                "similarity.csv</a> · <a href='history.jsonl'>history.jsonl</a> · "
+                "hand-back folders: <code>handback/</code></p>")
     return "\n".join(html)
 
 
@@ -216,24 +251,31 @@ def _task_table(stats: list[dict[str, Any]]) -> str:
 
 def _failed_table(items: list[dict[str, Any]], count: int, limit: int = 25) -> str:
     if not items:
-        return "<p>No test failed (unfinished stubs, <code>not_implemented</code>, not counted).</p>"
-    html = ["<p class='muted'>Failed, errored or timed-out tests; unfinished stubs "
-            "(<code>not_implemented</code>) are not counted.</p>",
-            "<table><tr><th>task</th><th>test</th><th class='n'>submissions</th>"
-            "<th>one example</th></tr>"]
+        return ("<p>No test of a graded submission failed (unfinished stubs, "
+                "<code>not_implemented</code>, not counted).</p>")
+    html = ["<p class='muted'>Why tests of graded submissions failed, errored or timed out: "
+            "one row per cause (a message, its numbers aside), most submissions first. "
+            "Unfinished stubs (<code>not_implemented</code>) and submissions that were not "
+            "graded (no package, did not import) are not counted.</p>",
+            "<table class='causes'><tr><th>cause</th><th class='n'>submissions</th>"
+            "<th>tests</th><th>one example</th></tr>"]
     for item in items[:limit]:
-        name, message = item["example"]
+        name, task_id, test_name, message = item["example"]
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(item["statuses"].items()))
+        tests = sorted(item["tests"])
+        shown = ", ".join(f"{t} <code>{escape(n)}</code>" for t, n in tests[:4])
+        if len(tests) > 4:
+            shown += f" and {len(tests) - 4} more"
         short = "\n".join(message.splitlines()[:12])
         html.append(
-            f"<tr><td>{escape(item['task'])}</td><td><code>{escape(item['test'])}</code><br>"
-            f"<span class='muted'>{escape(item['description'])}</span></td>"
+            f"<tr><td><code>{escape(item['cause'][:200])}</code></td>"
             f"<td class='n'>{item['count']} of {count}<br><span class='muted'>{escape(statuses)}"
-            f"</span></td><td><a href='{feedback_href(name)}'>{escape(name)}</a>"
+            f"</span></td><td>{shown}</td><td><a href='{feedback_href(name)}'>{escape(name)}</a>"
+            f" ({escape(task_id)} <code>{escape(test_name)}</code>)"
             f"<pre>{escape(short)}</pre></td></tr>")
     html.append("</table>")
     if len(items) > limit:
-        html.append(f"<p class='muted'>{len(items) - limit} more failing tests; see each "
+        html.append(f"<p class='muted'>{len(items) - limit} more causes; see each "
                     "student's feedback.</p>")
     return "\n".join(html)
 
@@ -245,7 +287,7 @@ def _problem_table(rows: list[Row]) -> str:
     for row in rows:
         if row.status != "graded":
             what = row.reason
-            status = f"<span class='bad'>{escape(row.status)}</span>"
+            status = f"<span class='bad'>{escape(STATUS_LABELS.get(row.status, row.status))}</span>"
         else:
             counts = row.test_problems()
             what = ", ".join(f"{n} test{'s' if n > 1 else ''} ended in {s}"
@@ -261,6 +303,34 @@ def _problem_table(rows: list[Row]) -> str:
     return "\n".join(html)
 
 
+def _changes_table(changes: list[dict[str, Any]]) -> str:
+    if not changes:
+        return ("<p>None: no submission's latest grading changed its score or status (every "
+                "grading is kept in <a href='history.jsonl'>history.jsonl</a>).</p>")
+    html = ["<p class='muted'>The latest grading against the one before it; every grading "
+            "(when, which content, what score) is in <a href='history.jsonl'>history.jsonl"
+            "</a>.</p>",
+            "<table class='changes'><tr><th>submission</th><th>before</th><th>now</th>"
+            "<th class='n'>gradings</th></tr>"]
+
+    def cell(record: dict[str, Any]) -> str:
+        score = record.get("score")
+        shown = "-" if score is None else _num(float(score))
+        status = record.get("status") or "?"
+        extra = "" if status == "graded" else f" ({STATUS_LABELS.get(status, status)})"
+        return (f"<b>{shown}</b>{escape(extra)}<br><span class='muted'>"
+                f"{escape(str(record.get('graded_at') or ''))}, content "
+                f"{escape(str(record.get('content_hash') or '')[:12])}</span>")
+
+    for change in changes:
+        name = change["submission"]
+        html.append(f"<tr><td><a href='{feedback_href(name)}'>{escape(name)}</a></td>"
+                    f"<td>{cell(change['before'])}</td><td>{cell(change['now'])}</td>"
+                    f"<td class='n'>{change['count']}</td></tr>")
+    html.append("</table>")
+    return "\n".join(html)
+
+
 def _timing_caption(rows: list[Row], ctx: Context) -> str:
     times = [r.duration for r in rows if r.duration]
     if not times:
@@ -271,10 +341,11 @@ def _timing_caption(rows: list[Row], ctx: Context) -> str:
 
 
 def _student_table(rows: list[Row], tasks: tuple[Task, ...], policy: LatePolicy | None) -> str:
-    head = ["submission", "student", *(t.id for t in tasks), "total" if not policy else "raw"]
-    if policy:
+    final = policy is not None or any(r.adjustment is not None for r in rows)
+    head = ["submission", "student", *(t.id for t in tasks), "raw" if final else "total"]
+    if final:
         head += ["days late", "penalty", "final"]
-    head += ["status", "time (s)"]
+    head += ["time (s)", "status"]
     html = ["<div class='wide'><table><tr>" + "".join(
         f"<th{' class=n' if h not in ('submission', 'student', 'status') else ''}>{escape(h)}</th>"
         for h in head) + "</tr>"]
@@ -283,18 +354,46 @@ def _student_table(rows: list[Row], tasks: tuple[Task, ...], policy: LatePolicy 
                  f"<td>{escape(', '.join(row.entry.names))}</td>"]
         cells += [f"<td class='n'>{_num(row.task_points[t.id])}</td>" for t in tasks]
         cells.append(f"<td class='n'>{_num(row.total)}</td>")
-        if policy:
-            late = "?" if row.days_late is None else str(row.days_late)
+        if final:
+            late = "-" if policy is None else "?" if row.days_late is None else str(row.days_late)
             cells += [f"<td class='n'>{late}</td>",
                       f"<td class='n'>{_num(row.penalty_points)}"
                       f"{f' ({row.penalty_percent:g}%)' if row.penalty_percent else ''}</td>",
                       f"<td class='n'><b>{_num(row.final)}</b></td>"]
         css = "ok" if row.status == "graded" else "bad"
-        cells.append(f"<td class='{css}'>{escape(row.grading_status)}</td>")
+        status = escape(row.grading_status)
+        if row.adjustment is not None:
+            status += f"<br><span class='muted'>adjusted: {escape(row.adjustment.describe())}</span>"
         cells.append(f"<td class='n'>{row.duration:.1f}</td>")
-        html.append("<tr>" + "".join(cells) + "</tr>")
+        cells.append(f"<td class='status {css}'>{status}</td>")
+        late = " class='late'" if row.days_late else ""
+        html.append(f"<tr{late}>" + "".join(cells) + "</tr>")
     html.append("</table></div>")
+    if policy:
+        html.append("<p class='muted'><span class='late-key'>Shaded rows</span> were submitted "
+                    "late.</p>")
     return "\n".join(html)
+
+
+def clusters(pairs: list[Pair]) -> list[list[str]]:
+    """Groups of three or more submissions joined by flagged pairs (a copy passed around:
+    three pairs of one three-way copy are one group), largest first."""
+    parent: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for p in pairs:
+        if p.flagged and not p.known:
+            parent[root(p.a)] = root(p.b)
+    groups: dict[str, list[str]] = {}
+    for name in parent:
+        groups.setdefault(root(name), []).append(name)
+    found = [sorted(g) for g in groups.values() if len(g) >= 3]
+    return sorted(found, key=lambda g: (-len(g), g))
 
 
 def _similarity_section(pairs: list[Pair], info: dict[str, Any], limit: int = 10) -> str:
@@ -313,6 +412,15 @@ def _similarity_section(pairs: list[Pair], info: dict[str, Any], limit: int = 10
     if not shown:
         html.append("<p>No two submissions share code beyond the template and common code.</p>")
         return "\n".join(html)
+    groups = clusters(pairs)
+    if groups:
+        html.append("<p><b>Clusters</b> (three or more submissions that share code with one "
+                    "another, pair by pair below):</p><ul class='clusters'>")
+        for group in groups:
+            links = ", ".join(f"<a href='{feedback_href(n)}'>{escape(n)}</a>" for n in group)
+            html.append(f"<li class='bad'>{len(group)} submissions: {links}"
+                        f"<span class='muted'> ({escape(', '.join(group))})</span></li>")
+        html.append("</ul>")
     html.append("<table><tr><th>submission</th><th>submission</th><th class='n'>similarity</th>"
                 "<th class='n'>shared tokens</th></tr>")
     for p in shown:
@@ -327,9 +435,9 @@ def _similarity_section(pairs: list[Pair], info: dict[str, Any], limit: int = 10
     for p in shown:
         if p.snippet_a and p.flagged:
             html.append(f"<details><summary>{escape(p.a)} and {escape(p.b)}: the shared code "
-                        f"marked</summary><div class='wide'><table><tr><th>{escape(p.a)}</th>"
+                        f"marked</summary><table class='panes'><tr><th>{escape(p.a)}</th>"
                         f"<th>{escape(p.b)}</th></tr><tr><td><pre>{p.snippet_a}</pre></td>"
-                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></div></details>")
+                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></details>")
     html.append("<p class='muted'>All pairs that share code: <a href='similarity.csv'>"
                 "similarity.csv</a>.</p>")
     return "\n".join(html)
@@ -352,6 +460,7 @@ def _known_section(matches: list[Pair], info: dict[str, Any], limit: int = 10) -
     for key in ("error", "known_error"):
         if info.get(key):
             html.append(f"<p class='bad'>{escape(info[key])}</p>")
+    html.append(_grader_references(info.get("grader_references") or {}))
     shown = [p for p in matches if p.flagged][:limit]
     if not shown:
         html.append(f"<p>No submission shares {KNOWN_MIN} tokens or more with a known "
@@ -367,12 +476,29 @@ def _known_section(matches: list[Pair], info: dict[str, Any], limit: int = 10) -
     for p in shown:
         if p.snippet_a:
             html.append(f"<details><summary>{escape(p.a)} and {escape(p.b)}: the shared code "
-                        f"marked</summary><div class='wide'><table><tr><th>{escape(p.a)}</th>"
+                        f"marked</summary><table class='panes'><tr><th>{escape(p.a)}</th>"
                         f"<th>{escape(p.b)}</th></tr><tr><td><pre>{p.snippet_a}</pre></td>"
-                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></div></details>")
+                        f"<td><pre>{p.snippet_b}</pre></td></tr></table></details>")
     more = sum(p.flagged for p in matches) - len(shown)
     if more > 0:
         html.append(f"<p class='muted'>{more} more in similarity.csv.</p>")
+    return "\n".join(html)
+
+
+def _grader_references(found: dict[str, list[str]], limit: int = 3) -> str:
+    """Submissions whose code names the grader's own modules (an import of
+    graders.probes shares no tokens with the code it imports: similarity cannot see it)."""
+    if not found:
+        return "<p>No submission refers to the grader's modules (<code>graders</code>).</p>"
+    html = [f"<p class='bad'>{len(found)} submission(s) refer to the grader's modules "
+            "(<code>graders</code>): the worker blocks such imports, so the attempt is what "
+            "to read.</p><table><tr><th>submission</th><th>where</th></tr>"]
+    for name, refs in sorted(found.items()):
+        shown = "<br>".join(escape(r) for r in refs[:limit])
+        more = f"<br><span class='muted'>and {len(refs) - limit} more</span>" if len(refs) > limit else ""
+        html.append(f"<tr><td><a href='{feedback_href(name)}'>{escape(name)}</a></td>"
+                    f"<td><code>{shown}</code>{more}</td></tr>")
+    html.append("</table>")
     return "\n".join(html)
 
 
@@ -416,7 +542,10 @@ def render_feedback(name: str, display: str, outcome: dict[str, Any],
                 if test.get("output"):
                     parts.append(f"<p class='muted'>printed:</p><pre>{escape(test['output'])}</pre>")
     parts.append("<p class='muted'>The grader's printed report: <a href='feedback.txt'>"
-                 "feedback.txt</a>; the scores: <a href='score.json'>score.json</a>.</p>")
+                 "feedback.txt</a>; the scores: <a href='score.json'>score.json</a>. This page is "
+                 "the instructor's; the one to hand back, with the "
+                 f"final points and nothing of the class: <a href='../../handback/{quote(name)}"
+                 "/feedback.html'>handback/</a>.</p>")
     return _page(f"Feedback: {display}", "\n".join(parts))
 
 

@@ -250,10 +250,13 @@ def _compare_here(request: dict[str, Any]) -> dict[str, Any]:
         slices = pair.pop("_slices")
         if ranks[pair["known"]] < request["snippets_for"]:
             ranks[pair["known"]] += 1
-            for side, name, cut in (("snippet_a", pair["a"], slices[0]),
-                                    ("snippet_b", pair["b"], slices[1])):
-                html, _ = highlight_overlap(raw[name], cut, "<mark>", "</mark>",
-                                            truncate=3, escape_html=True)
+            fps = ((first[pair["a"]], sources[pair["b"]]) if pair["known"]
+                   else (prints[pair["a"]], prints[pair["b"]]))
+            exact = exact_slices(*fps)
+            for side, name, cut, fixed in (("snippet_a", pair["a"], slices[0], exact[0]),
+                                           ("snippet_b", pair["b"], slices[1], exact[1])):
+                html, _ = highlight_overlap(raw[name], cut if fixed is None else fixed,
+                                            "<mark>", "</mark>", truncate=3, escape_html=True)
                 pair[side] = html
     info = {"compared": len(prints), "empty": sorted(set(texts) - set(prints)),
             "common_max": common_max, "common_fingerprints": len(common),
@@ -262,6 +265,74 @@ def _compare_here(request: dict[str, Any]) -> dict[str, Any]:
             "grader_sources": sorted(request.get("graders", {})),
             "reference_kgrams": len(reference_set), "known_min": KNOWN_MIN}
     return {"pairs": pairs, "info": info}
+
+
+def raw_spans(code: str) -> tuple[str, Any, Any] | None:
+    """copydetect's normalised text of ``code`` (``filter_code``'s rules) with, for each of
+    its characters, the start and end in ``code`` of the whole token it came from; None
+    when the text it gives is not copydetect's. copydetect maps matches back to the code
+    through offsets that drift (a match would mark "whi" of ``while``); this map marks
+    whole tokens at their places."""
+    import numpy as np
+    from copydetect.utils import filter_code
+    from pygments import lexers, token
+
+    lexer = lexers.get_lexer_by_name("python")
+    variable = {token.Name, token.Name.Variable, token.Name.Attribute}
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for index, kind, value in lexer.get_tokens_unprocessed(code):
+        if kind in variable:
+            text = "V"
+        elif kind in token.Name.Function:
+            text = "F"
+        elif kind in token.Name.Class:
+            text = "O"
+        elif kind in (token.Comment.Preproc, token.Comment.Hashbang):
+            text = "P"
+        elif kind in token.Text or kind in token.Comment:
+            text = ""
+        elif kind in token.Literal.String:
+            text = '"' if value in ("'", '"') else "S"
+        else:
+            text = value
+        out.append(text)
+        starts.extend([index] * len(text))
+        ends.extend([index + len(value)] * len(text))
+    filtered = "".join(out)
+    if filtered != filter_code(code, "solution.py", "python")[0]:
+        return None
+    return filtered, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
+def exact_slices(fp_a: Any, fp_b: Any) -> tuple[Any, Any]:
+    """The shared code of two fingerprints as slices of their raw code, whole tokens
+    (see ``raw_spans``); None for a side whose map cannot be made (copydetect's then)."""
+    import numpy as np
+    from copydetect.utils import find_fingerprint_overlap, get_copied_slices
+
+    idx_a, idx_b = find_fingerprint_overlap(fp_a.hashes, fp_b.hashes, fp_a.hash_idx,
+                                            fp_b.hash_idx)
+    found = []
+    for fp, idx in ((fp_a, idx_a), (fp_b, idx_b)):
+        spans = raw_spans(fp.raw_code)
+        cut = get_copied_slices(idx, fp.k)
+        if spans is None or spans[0] != fp.filtered_code or cut.shape[1] == 0:
+            found.append(None)
+            continue
+        _, starts, ends = spans
+        last = len(starts) - 1
+        lo = starts[np.clip(cut[0].astype(np.int64), 0, last)]
+        hi = ends[np.clip(cut[1].astype(np.int64) - 1, 0, last)]
+        merged: list[list[int]] = []  # whole tokens may make neighbours overlap
+        for start, end in sorted(zip(lo.tolist(), hi.tolist(), strict=True)):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        found.append(np.array(merged, dtype=np.int64).T)
+    return found[0], found[1]
 
 
 def _tokenised(text: str) -> tuple[str, Any]:

@@ -1,6 +1,6 @@
 """``tinytrain-gradescope-zip``: the autograder zip Gradescope builds its image from.
 
-    tinytrain-gradescope-zip --out autograder.zip [--seed-file FILE]
+    tinytrain-gradescope-zip --out autograder.zip [--tasks 2] [--seed-file FILE]
 
 At the zip's top: ``setup.sh`` and ``run_autograder`` (from ``deploy/gradescope/``), and
 what ``pip install`` needs to install the grader: ``pyproject.toml``, the ``graders``
@@ -9,8 +9,11 @@ repository's README explains solution markers, so it stays out). Nothing else of
 ``reference/`` (the solutions), no ``student_template/``, no project tests or mutants, no
 template generator (``graders/authoring``). The build refuses to write a zip that holds a
 solution marker. ``--seed-file`` adds a secret seed for final grading (``grader_seed``,
-which only root can read in the image). The zip is reproducible: same files, same bytes.
-Run it from a checkout of the repository.
+which only root can read in the image). ``--tasks`` (task ids or assignments, as
+``tinytrain-grade --tasks`` takes them: ``2``, ``1.2,1.3``) makes one autograder per
+assignment: the zip holds ``grader_tasks``, the task ids it grades, and ``run_autograder``
+grades and shows those only (the summary's total is those tasks' points). The zip is
+reproducible: same files, same bytes. Run it from a checkout of the repository.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ EXCLUDED = ("graders/authoring",)  # the template generator: not needed to grade
 # spelt in two parts so that this file does not hold the markers it looks for
 SOLUTION_MARKERS = ("BEGIN " + "SOLUTION", "END " + "SOLUTION")
 SEED_NAME = "grader_seed"
+TASKS_NAME = "grader_tasks"  # read by graders.deploy.gradescope
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
@@ -51,9 +55,21 @@ def members(root: Path = ROOT) -> list[tuple[str, Path]]:
     return sorted(found)
 
 
-def build(out: Path, root: Path = ROOT, seed_file: Path | None = None) -> list[str]:
-    """Write the zip to ``out``; the names it holds."""
+def select_tasks(spec: str, root: Path = ROOT) -> list[str]:
+    """The task ids ``spec`` names in the checkout's rubric (ValueError when unknown)."""
+    from ..rubric import load
+
+    tasks = load(root / "graders" / "rubric.toml").select(spec)
+    if not tasks:
+        raise ValueError(f"--tasks {spec!r} names no task")
+    return [t.id for t in tasks]
+
+
+def build(out: Path, root: Path = ROOT, seed_file: Path | None = None,
+          tasks: str | None = None) -> list[str]:
+    """Write the zip to ``out``; the names it holds. ``tasks``: grade only these."""
     entries = members(root)
+    task_ids = select_tasks(tasks, root) if tasks else None
     leaks = [name for name, path in entries
              if any(m.encode() in path.read_bytes() for m in SOLUTION_MARKERS)]
     if leaks:
@@ -69,9 +85,11 @@ def build(out: Path, root: Path = ROOT, seed_file: Path | None = None) -> list[s
             if not seed.lstrip("-").isdigit():
                 raise ValueError(f"{seed_file}: a seed is an integer, got {seed[:20]!r}")
             _add(archive, SEED_NAME, (seed + "\n").encode(), 0o600)
+        if task_ids:
+            _add(archive, TASKS_NAME, (",".join(task_ids) + "\n").encode(), 0o644)
     tmp.replace(out)
     return sorted([name for name, _ in entries] + ["README.md"]
-                  + ([SEED_NAME] if seed_file else []))
+                  + ([SEED_NAME] if seed_file else []) + ([TASKS_NAME] if task_ids else []))
 
 
 def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int) -> None:
@@ -87,14 +105,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("autograder.zip"))
     parser.add_argument("--seed-file", type=Path,
                         help="a file holding a secret seed for final grading")
+    parser.add_argument("--tasks", help="grade only these tasks or assignments (one "
+                        "autograder per assignment): 2, or 1.2,1.3; default all")
     args = parser.parse_args(argv)
     try:
-        names = build(args.out, seed_file=args.seed_file)
+        names = build(args.out, seed_file=args.seed_file, tasks=args.tasks)
     except (OSError, ValueError) as exc:
         print(f"tinytrain-gradescope-zip: error: {exc}", file=sys.stderr)
         return 2
     size = args.out.stat().st_size
     print(f"wrote {args.out}: {len(names)} files, {size / 1024:.0f} KiB")
+    from ..rubric import load
+
+    rubric = load(ROOT / "graders" / "rubric.toml")
+    chosen = rubric.select(args.tasks)
+    print(f"grades {len(chosen)} task(s) ({', '.join(t.id for t in chosen)}), "
+          f"{sum(t.points for t in chosen):g} points")
     return 0
 
 

@@ -27,6 +27,7 @@ MAX_DEPTH = 6  # folders below the upload searched for tinytrain/
 MAX_ENTRIES = 20_000  # entries looked at, at most (an upload may be huge)
 LISTING_LINES = 30
 SEED_FILE = "grader_seed"  # in the autograder zip: a secret seed for final grading
+TASKS_FILE = "grader_tasks"  # in the autograder zip (--tasks): the tasks it grades
 TASKS_ENV = "TINYTRAIN_GRADESCOPE_TASKS"  # for the project's tests only: grade fewer tasks
 
 
@@ -112,6 +113,14 @@ def prepare(root: Path) -> tuple[Path | None, str]:
     )
 
 
+def zip_tasks(root: Path) -> str | None:
+    """The task ids the autograder zip was built for (``--tasks``), or None: all."""
+    path = root / "source" / TASKS_FILE
+    if not path.is_file():
+        return None
+    return path.read_text().strip() or None
+
+
 def _write_no_package(root: Path, reason: str, tasks_spec: str | None) -> None:
     from ..cli import write_outputs
     from ..report import error_score
@@ -134,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     # the worker's user has no business in /autograder: the grader copies the submission
     # into the worker's own scratch folder
     os.chmod(root, 0o700)
-    tasks_spec = os.environ.get(TASKS_ENV) or None
+    tasks_spec = os.environ.get(TASKS_ENV) or zip_tasks(root) or None
     target, note = prepare(root)
     print(note, flush=True)
     if target is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import select
 import signal
 import subprocess
@@ -44,7 +45,38 @@ def outcome_from_error(error: dict[str, Any]) -> ProbeOutcome:
         )
     if kind == "harness":
         return HarnessError(f"internal grader error: {exc_type}: {message}", detail)
+    if exc_type == "BdbQuit":  # pdb found no terminal: the grader's input is no keyboard
+        where = [line.strip() for line in detail.splitlines() if line.strip().startswith("File")]
+        at = f" ({where[-1]})" if where else ""
+        return SubmissionRaised(exc_type, "a breakpoint() or pdb.set_trace() left in your code "
+                                f"stopped it{at}: the grader runs your code with no terminal; "
+                                "remove it before grading")
     return SubmissionRaised(exc_type, message, detail)
+
+
+_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+ in ')
+
+
+def tidy(text: str, submission: Path, scratch: Path) -> str:
+    """What a worker printed or reported, as a student reads it: paths into the worker's
+    copy of the submission relative to it (``tinytrain/ops/x.py``), its scratch folder
+    as ``~`` (its home), and the grader's own frames of a stack dump left out."""
+    if not text:
+        return text
+    roots = {str(submission), os.path.realpath(submission)}
+    homes = {str(scratch), os.path.realpath(scratch)}
+    lines = []
+    for line in text.splitlines(keepends=True):
+        frame = _DUMP_FRAME.match(line)
+        if frame and not any(frame["file"].startswith(r + os.sep) for r in roots):
+            continue  # a frame of the worker or a probe: nothing a student can act on
+        lines.append(line)
+    text = "".join(lines)
+    for root in sorted(roots, key=len, reverse=True):
+        text = text.replace(root + os.sep, "")
+    for home in sorted(homes, key=len, reverse=True):
+        text = text.replace(home, "~")
+    return text
 
 
 def hang_site(dump: str, submission: Path) -> str:
@@ -273,10 +305,22 @@ class SandboxClient:
         if self._worker is not None:
             self._worker.capture.take()  # output between tests belongs to nobody
 
+    def _take(self, worker: _Worker, text: str | None = None) -> str:
+        """Output of ``worker`` (``text``, or what it printed since the last take), tidied."""
+        return tidy(worker.capture.take() if text is None else text, worker.submission,
+                    worker.scratch)
+
+    def _error(self, worker: _Worker, error: Any) -> ProbeOutcome:
+        error = dict(error) if isinstance(error, dict) else {}
+        for key in ("message", "traceback"):
+            if isinstance(error.get(key), str):
+                error[key] = tidy(error[key], worker.submission, worker.scratch)
+        return outcome_from_error(error)
+
     def end_test(self) -> str:
         self._test_deadline = float("inf")
         if self._worker is not None:
-            self._output.append(self._worker.capture.take())
+            self._output.append(self._take(self._worker))
         # whatever the worker started besides itself goes, and its files in shared places
         self.sandbox.after_test(live=[self._worker.proc.pid] if self._worker else [])
         return "".join(self._output).strip()
@@ -299,7 +343,7 @@ class SandboxClient:
                                         "kwargs": kwargs}, deadline, probe, limit)
         if reply.get("ok"):
             return reply.get("value")
-        raise outcome_from_error(reply.get("error") or {})
+        raise self._error(worker, reply.get("error"))
 
     def _ensure_worker(self) -> _Worker:
         if self._worker is not None:
@@ -319,7 +363,7 @@ class SandboxClient:
             self._remember(exc)
             raise
         if not reply.get("ok"):
-            error = outcome_from_error(reply.get("error") or {})
+            error = self._error(worker, reply.get("error"))
             if isinstance(error, SubmissionImportError):
                 self._remember(error)
             raise error
@@ -339,7 +383,7 @@ class SandboxClient:
             reply = worker.receive(deadline)
         except TimeoutError as exc:
             printed = worker.dump_stack()
-            self._output.append(printed)
+            self._output.append(self._take(worker, printed))
             stack = hang_site(printed, worker.submission)
             self._discard_worker(kill=True)
             if deadline >= self._test_deadline:
@@ -379,7 +423,7 @@ class SandboxClient:
         else:
             description = worker.exit_description()
             worker.kill()
-        self._output.append(worker.capture.take())
+        self._output.append(self._take(worker))
         return description
 
     def close(self) -> None:

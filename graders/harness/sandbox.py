@@ -43,11 +43,13 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from . import pristine
+
 GRADERS_DIR = Path(__file__).resolve().parents[1]  # the grader's own package folder
 STATE_ROOT = Path("/var/lib/tinytrain-grader")
 DEFAULT_USER = "tinytrain-worker"
 MAX_USERS = 32  # concurrent gradings as root, each with its own worker user
-ENV_FORMAT = 1  # bump when the layout of a worker environment changes
+ENV_FORMAT = 3  # bump when the layout of a worker environment changes
 
 # the worker side of the grader, copied into the worker environment (probes: the whole
 # package, so probe modules added later come along)
@@ -310,15 +312,117 @@ def acquire_user(base: str | None = None) -> tuple[WorkerUser, bool]:
         user = WorkerUser(name, uid, gid, fd)
         kill_user_processes(uid)
         remove_user_files(uid)
+        remove_user_ipc(uid)
         return user, created
     raise SandboxError(f"all {MAX_USERS} worker users are busy (concurrent gradings)")
 
 
-def remove_user_files(uid: int) -> list[str]:
-    """Remove what ``uid`` left in world-writable places; returns what was removed."""
+# file systems with no files a user can leave behind (or none worth a scan)
+PSEUDO_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "cgroup", "cgroup2", "devpts", "securityfs", "debugfs", "tracefs",
+    "bpf", "pstore", "configfs", "fusectl", "binfmt_misc", "autofs", "hugetlbfs", "efivarfs",
+    "nsfs", "rpc_pipefs", "nfsd", "selinuxfs", "squashfs", "iso9660", "overlay-ro"})
+SCAN_DEPTH = 12  # folders below a mount point the writable-folder scan looks into
+
+
+def _mounts() -> list[tuple[str, str]]:
+    """(mount point, file system type) of every mount, from /proc/self/mounts."""
+    found = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 3:
+                found.append((parts[1].replace("\\040", " "), parts[2]))
+    return found
+
+
+def writable_folders(uid: int, gid: int, skip: Iterable[str] = ()) -> list[str]:
+    """Every folder on this machine's real file systems that ``uid`` (in group ``gid``
+    only) could create a file in: world-writable ones, ones it owns, ones its group may
+    write. A walk of the whole tree (pseudo file systems left out), so a folder no list
+    names (a shared spool, a world-writable folder a package made) is found too."""
+    skipped = {os.path.realpath(p) for p in skip}
+    pseudo = {point for point, kind in _mounts() if kind in PSEUDO_FILESYSTEMS}
+    found: list[str] = []
+    todo = [("/", 0)]
+    while todo:
+        folder, depth = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            path = entry.path
+            if path in pseudo or path in skipped:
+                continue
+            mode = st.st_mode
+            if (mode & 0o002 or (st.st_uid == uid and mode & 0o200)
+                    or (st.st_gid == gid and mode & 0o020)):
+                found.append(path)
+            elif depth < SCAN_DEPTH:
+                todo.append((path, depth + 1))
+    return sorted(found)
+
+
+class WritableScan:
+    """``writable_folders`` in a thread of its own, started when a grading starts (about
+    a second or two on a container's tree, while the first tests run); ``folders`` waits
+    for it. Not cached between gradings: a shared folder made since would be missed."""
+
+    def __init__(self, uid: int, gid: int, skip: Iterable[str] = ()) -> None:
+        import threading
+
+        self._result: list[str] = []
+        self._thread = threading.Thread(target=self._run, args=(uid, gid, list(skip)),
+                                        name="writable-scan", daemon=True)
+        self._thread.start()
+
+    def _run(self, uid: int, gid: int, skip: list[str]) -> None:
+        with contextlib.suppress(Exception):
+            self._result = writable_folders(uid, gid, skip)
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def folders(self, timeout: float = 120.0) -> list[str]:
+        self._thread.join(timeout)
+        return list(self._result)
+
+
+def remove_user_ipc(uid: int) -> list[str]:
+    """Remove the System V shared memory segments, semaphore sets and message queues
+    ``uid`` owns or created (they outlive every process)."""
+    removed = []
+    for kind, flag in (("shm", "-m"), ("sem", "-s"), ("msg", "-q")):
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        if not lines:
+            continue
+        header = lines[0].split()
+        for line in lines[1:]:
+            row = dict(zip(header, line.split()))
+            if str(uid) in (row.get("uid"), row.get("cuid")):
+                ident = row.get("shmid") or row.get("semid") or row.get("msqid")
+                if ident and shutil.which("ipcrm"):
+                    subprocess.run(["ipcrm", flag, ident], capture_output=True)
+                    removed.append(f"System V {kind} {ident}")
+    return removed
+
+
+def remove_user_files(uid: int, extra: Iterable[str] = ()) -> list[str]:
+    """Remove what ``uid`` left in world-writable places (``WORLD_WRITABLE`` and the
+    folders in ``extra``, those a ``WritableScan`` found); returns what was removed."""
     removed = []
     seen = set()
-    for top in WORLD_WRITABLE:
+    for top in (*WORLD_WRITABLE, *extra):
         real = os.path.realpath(top)
         if real in seen or not os.path.isdir(real):
             continue
@@ -406,7 +510,10 @@ def env_key(with_python: bool) -> str:
     digest = hashlib.sha256()
     parts = [f"format {ENV_FORMAT}", sys.version, os.path.realpath(sys.executable),
              f"python copy {with_python}"]
-    parts += [f"{d.metadata['Name']}=={d.version}" for d in _distributions()]
+    # where each distribution lives too: another installation of the same release (a
+    # fresh venv, with other owners and modes) is another environment
+    parts += [f"{d.metadata['Name']}=={d.version} at {Path(d.locate_file('')).resolve()}"
+              for d in _distributions()]
     for part in parts:
         digest.update(part.encode() + b"\0")
     for rel, path in _worker_sources():
@@ -481,12 +588,78 @@ def _describe(path: Path, with_python: bool) -> WorkerEnv:
     return WorkerEnv(path=path, python=python, site=path / "site", variables=variables)
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
+def shareable(st: os.stat_result) -> bool:
+    """Whether a worker environment may hard-link a file with this status: a file the
+    worker user can read and no one but root can change (the inode is shared: a mode
+    that is root's alone would lock the worker out, a writable one would let it in)."""
+    return (stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_mode & 0o004 != 0
+            and st.st_mode & 0o022 == 0)
+
+
+def _private_copy(src: Path, dst: Path) -> None:
+    """A copy of ``src`` at ``dst`` (its own inode, readable by everyone, written by root)."""
+    tmp = dst.with_name(f".{dst.name}.copy")
+    shutil.copyfile(src, tmp)
+    executable = os.stat(src).st_mode & 0o111
+    os.chmod(tmp, 0o755 if executable else 0o644)
+    os.replace(tmp, dst)
+
+
+def _link_or_copy(src: Path, dst: Path, root_mode: bool | None = None) -> None:
+    """Hard-link ``src`` to ``dst`` where it may be shared, else copy it. As root only a
+    root-owned, world-readable, root-writable file is linked (``shareable``); as a normal
+    user the worker runs as that user and reads whatever the grader reads."""
     dst.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
+    root_mode = is_root() if root_mode is None else root_mode
+    if not root_mode or shareable(os.stat(src)):
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    if root_mode:
+        _private_copy(src, dst)
+    else:
         shutil.copy2(src, dst)
+
+
+# files of the grader's worker side the worker user runs by path (a child process that
+# compiles a kernel): harness code only, no probe of a task
+READABLE_GRADER_FILES = frozenset({"probes/_cuda_compile.py"})
+
+
+def seal_grader_files(graders: Path) -> None:
+    """As root: the grader's worker side readable by root alone (folders 0711: passed
+    through, not listed; files 0600). The worker loads them as root before it drops to
+    the worker user, so no code of the submission can read or import them."""
+    for root, _dirs, files in os.walk(graders):
+        os.chmod(root, 0o711)
+        for name in files:
+            path = Path(root) / name
+            rel = str(path.relative_to(graders))
+            os.chmod(path, 0o644 if rel in READABLE_GRADER_FILES else 0o600)
+
+
+def repair_env(path: Path) -> list[str]:
+    """As root: give every file of a worker environment that shares an inode it may no
+    longer share (its source made root's alone after the build, ``chmod -R go-rwx``, or
+    handed to another user) a private copy; returns the files repaired. A grading never
+    starts on an environment the worker user cannot read."""
+    repaired = []
+    sealed = path / "site" / "graders"  # private copies, root's alone on purpose
+    for root, dirs, files in os.walk(path):
+        if Path(root) == sealed.parent:
+            dirs[:] = [d for d in dirs if d != sealed.name]
+        for name in files:
+            file = Path(root) / name
+            st = os.lstat(file)
+            if stat.S_ISREG(st.st_mode) and not shareable(st):
+                if st.st_nlink > 1 or st.st_uid != 0:
+                    _private_copy(file, file)
+                else:
+                    os.chmod(file, 0o755 if st.st_mode & 0o111 else 0o644)
+                repaired.append(str(file.relative_to(path)))
+    return repaired
 
 
 def _copy_distribution(dist: metadata.Distribution, site: Path) -> None:
@@ -539,6 +712,9 @@ def _build(tmp: Path, with_python: bool) -> None:
             st = os.lstat(path)
             if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:  # a copy, not a shared inode
                 os.chmod(path, 0o755 if st.st_mode & 0o111 else 0o644)
+    if with_python:
+        repair_env(tmp)
+        seal_grader_files(site / "graders")
     _smoke_test(tmp, with_python)
 
 
@@ -573,6 +749,51 @@ def _smoke_test(tmp: Path, with_python: bool) -> None:
                            f"{(done.stderr or done.stdout).strip()[-2000:]}")
 
 
+def import_names(dist: metadata.Distribution) -> list[str]:
+    """The top-level packages and modules a distribution installs (by its file list)."""
+    names = set()
+    for entry in dist.files or []:
+        parts = Path(str(entry)).parts
+        if parts[0] == ".." or parts[0].endswith((".dist-info", ".egg-info", ".libs", ".data")):
+            continue
+        if len(parts) == 2 and parts[1] == "__init__.py":
+            names.add(parts[0])
+        elif len(parts) == 1 and parts[0].endswith((".py", ".so")) and not parts[0].startswith("_"):
+            names.add(parts[0].split(".")[0])
+    return sorted(names)
+
+
+def worker_modules(env: WorkerEnv) -> list[str]:
+    """The packages the worker user imports from its environment: each distribution's
+    top-level packages (the grader's own modules are loaded as root, before)."""
+    return [name for dist in _distributions() for name in import_names(dist)]
+
+
+def check_imports(user: WorkerUser, env: WorkerEnv) -> None:
+    """Import every worker module as the worker does, in a process of its own: the
+    grader's modules as root, then, as the worker user, every package of the environment
+    (files the user cannot read, a library it cannot load, show up here and not in a
+    grading)."""
+    code = ("import importlib, traceback\n"
+            "from graders.harness import worker\n"
+            "worker.seal_grader_modules()\n"
+            f"worker.drop_privileges({user.uid}, {user.gid}, False)\n"
+            "for name in sys.argv[1:]:\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "    except BaseException:\n"
+            "        print(f'cannot import {name}:', traceback.format_exc()[-1500:])\n"
+            "        sys.exit(1)\n"
+            "print('ok')")
+    done = subprocess.run(env.command(code, *worker_modules(env)), start_new_session=True, cwd="/",
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent",
+                               "PYTHONDONTWRITEBYTECODE": "1", **env.variables},
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode != 0 or done.stdout.strip().splitlines()[-1:] != ["ok"]:
+        raise SandboxError(f"the worker user {user.name!r} cannot use the worker environment "
+                           f"{env.path}: {(done.stdout + done.stderr).strip()[-2000:]}")
+
+
 def env_size(path: Path) -> int:
     """Bytes the worker environment's files hold (hard links counted in full)."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
@@ -580,6 +801,7 @@ def env_size(path: Path) -> int:
 
 # ----- the submission --------------------------------------------------------------------
 
+COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
 MAX_SUBMISSION_BYTES = 256 << 20
 MAX_SUBMISSION_FILES = 20000
 
@@ -605,6 +827,15 @@ def check_submission(submission: Path) -> str | None:
             todo.extend(entry.path for entry in os.scandir(path))
         elif not stat.S_ISREG(st.st_mode):
             return f"{rel} is not a regular file or folder"
+        elif path.endswith(COMPILED_SUFFIXES):
+            # Python imports an extension module before a .py of the same name: compiled
+            # code no one can read, in place of a given file
+            return (f"{rel} is a compiled extension module: submissions must hold Python "
+                    "source only")
+        elif st.st_nlink != 1:
+            # another name of the same file may be one the worker user must not read
+            return (f"{rel} is a hard link (one of {st.st_nlink} names of the same file): "
+                    "submissions must hold plain copies of their files")
         count += 1
         size += st.st_size
         if count > MAX_SUBMISSION_FILES or size > MAX_SUBMISSION_BYTES:
@@ -628,9 +859,14 @@ def _copy_package(src: Path, dst: Path, owner: tuple[int, int] | None) -> None:
         elif entry.is_file(follow_symlinks=False):
             if entry.name.endswith(".pyc"):
                 continue
-            flags = os.O_RDONLY | os.O_NOFOLLOW
-            with os.fdopen(os.open(entry.path, flags), "rb") as fin, open(target, "wb") as fout:
-                shutil.copyfileobj(fin, fout)
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+            with os.fdopen(os.open(entry.path, flags), "rb") as fin:
+                st = os.fstat(fin.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                    raise SubmissionRefused(f"{entry.path} became a hard link or a special "
+                                            "file while grading")
+                with open(target, "wb") as fout:
+                    shutil.copyfileobj(fin, fout)
             os.chmod(target, 0o600)
             if owner:
                 os.chown(target, *owner)
@@ -816,6 +1052,8 @@ class Sandbox:
         self.namespaces = self.root_mode
         self._count = 0
         self._out_mode: tuple[int, int, int] | None = None
+        self._scan: WritableScan | None = None
+        self.given_restored: list[str] = []
 
     # ----- setting up
     def open(self) -> Sandbox:
@@ -854,6 +1092,8 @@ class Sandbox:
         base = _state_dir("run", mode=0o711)
         self.run_dir = Path(tempfile.mkdtemp(prefix="grade-", dir=base))
         os.chmod(self.run_dir, 0o711)  # the worker may pass through to its own folder only
+        # the worker's own scratch folders are removed whole at the end: not scanned
+        self._scan = WritableScan(self.user.uid, self.user.gid, skip=[str(base)])
 
     def _make_env(self, root_mode: bool) -> None:
         start = time.perf_counter()
@@ -861,6 +1101,13 @@ class Sandbox:
         if built:
             log(f"sandbox: built the worker environment {self.env.path} in "
                 f"{time.perf_counter() - start:.1f} s (once; later gradings reuse it)")
+        if root_mode and self.user is not None:
+            repaired = repair_env(self.env.path)
+            if repaired:
+                log(f"sandbox: {len(repaired)} files of the worker environment had become "
+                    f"unreadable to the worker user (e.g. {repaired[0]}): copied")
+            if built or repaired:
+                check_imports(self.user, self.env)
 
     def _stage(self) -> None:
         """A private copy of the submission, taken once: every worker gets a copy of it."""
@@ -870,6 +1117,13 @@ class Sandbox:
         package = self.submission / "tinytrain"
         if package.is_dir():
             _copy_package(package, self.staged / "tinytrain", owner=None)
+            self.given_restored = pristine.restore(self.staged)
+            if self.given_restored:
+                shown = ", ".join(self.given_restored[:5])
+                more = len(self.given_restored) - 5
+                log(f"sandbox: {len(self.given_restored)} given files (no homework region) "
+                    f"differed from the framework's and were put back: {shown}"
+                    + (f" and {more} more" if more > 0 else ""))
 
     def describe(self) -> str:
         """One line for score.json's environment: who ran the worker, with what."""
@@ -934,14 +1188,18 @@ class Sandbox:
         are reparented to it), so killing descendants kills all of them."""
         self.guard.kill_descendants(keep=live)
         if self.user is not None:
-            remove_user_files(self.user.uid)
+            scan = self._scan
+            extra = scan.folders(0) if scan is not None and scan.done() else []
+            remove_user_files(self.user.uid, extra)
 
     # ----- tearing down
     def kill_everything(self) -> None:
         self.guard.kill_descendants()
         if self.user is not None:
             kill_user_processes(self.user.uid, guard=self.guard)
-            remove_user_files(self.user.uid)
+            extra = self._scan.folders() if self._scan is not None else []
+            remove_user_files(self.user.uid, extra)
+            remove_user_ipc(self.user.uid)
 
     def close(self) -> None:
         self.kill_everything()

@@ -27,14 +27,22 @@ from typing import Any
 from graders.harness import protocol
 
 BLOCKED_PACKAGES = frozenset({"torch", "jax", "jaxlib", "tensorflow", "cupy", "functorch"})
+GRADER_PACKAGE = "graders"  # the grader's own modules: loaded before the submission, sealed
 
 
 class _BlockImports(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
-        if fullname.partition(".")[0] in BLOCKED_PACKAGES:
+        top = fullname.partition(".")[0]
+        if top in BLOCKED_PACKAGES:
             raise ImportError(
                 f"import of {fullname!r} is blocked while grading: tinytrain must do its own "
                 "math with NumPy (the grader uses torch only to compute expected values)"
+            )
+        if top == GRADER_PACKAGE:
+            raise ImportError(
+                f"import of {fullname!r} is blocked while grading: the grader's modules are "
+                "not part of tinytrain, and a submission that uses them is not graded on "
+                "its own work"
             )
         return None
 
@@ -44,6 +52,20 @@ def install_import_blocker() -> None:
         if name.partition(".")[0] in BLOCKED_PACKAGES:
             del sys.modules[name]
     sys.meta_path.insert(0, _BlockImports())
+
+
+def seal_grader_modules() -> Any:
+    """Load every probe module now (as root, before the submission runs: the worker user
+    cannot read their files) and take the grader's modules out of ``sys.modules``, so no
+    import of the submission finds them; returns the probes package, which the worker
+    keeps for itself."""
+    from graders import probes
+
+    probes.load_all()
+    for name in list(sys.modules):
+        if name.partition(".")[0] == GRADER_PACKAGE:
+            del sys.modules[name]
+    return probes
 
 
 _PR_SET_DUMPABLE = 4
@@ -155,9 +177,7 @@ def import_submission(submission: str) -> tuple[Any, str]:
     return module, root
 
 
-def serve(fd_in: int, fd_out: int, submission: str) -> None:
-    from graders import probes
-
+def serve(fd_in: int, fd_out: int, submission: str, probes: Any) -> None:
     root = os.path.realpath(os.path.join(submission, "tinytrain"))
     try:
         tt, root = import_submission(submission)
@@ -221,6 +241,7 @@ def main() -> None:
     parser.add_argument("--namespaces", action="store_true")
     parser.add_argument("submission")
     args = parser.parse_args()
+    probes = seal_grader_modules()
     if args.uid >= 0:
         drop_privileges(args.uid, args.gid, args.namespaces)
     no_new_privileges()
@@ -228,7 +249,7 @@ def main() -> None:
     install_import_blocker()
     # on a deadline the grader sends SIGUSR1 first: the stack shows where the code hung
     faulthandler.register(signal.SIGUSR1, all_threads=False)
-    serve(args.fd_in, args.fd_out, os.path.realpath(args.submission))
+    serve(args.fd_in, args.fd_out, os.path.realpath(args.submission), probes)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any
 
 from ._state import reset as reset_state
 
-__all__ = ["probe", "reset_state", "resolve"]
+__all__ = ["load_all", "probe", "reset_state", "resolve"]
 
 _REGISTRY: dict[str, Callable[..., Any]] = {}
 
@@ -24,6 +24,17 @@ def probe(fn: Callable[..., Any]) -> Callable[..., Any]:
     module = fn.__module__.rsplit(".", 1)[-1]
     _REGISTRY[f"{module}.{fn.__name__}"] = fn
     return fn
+
+
+def load_all() -> list[str]:
+    """Import every module of this package (the worker does it before it drops to the
+    worker user, who cannot read these files); returns their names."""
+    import pkgutil
+
+    names = [f"{__name__}.{info.name}" for info in pkgutil.iter_modules(__path__)]
+    for name in names:
+        importlib.import_module(name)
+    return names
 
 
 def resolve(name: str) -> Callable[..., Any]:

@@ -21,6 +21,7 @@ import numpy as np
 from . import _cuda_runtime as rt
 from . import probe
 from ._observe import not_a_tensor, type_name
+from .gpt import _at, _gpt
 
 
 @probe
@@ -263,7 +264,6 @@ def device_train(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray],
     ``configure_optimizers``: the loss of each step, every weight at the end, the devices
     of the weights and their gradients, and the kernels that ran."""
     rt.triton_module()
-    from .gpt import _at, _gpt
 
     model = _gpt(tt, cfg, weights)
     model.to("cuda")

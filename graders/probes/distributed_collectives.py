@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import probe
-from .distributed_common import run_world
+from .distributed_common import run_framework_world
 
 
 def call_on_rank(tt: Any, call: str, rank: int, world: int, inputs: list[np.ndarray],
@@ -54,6 +54,6 @@ def call_on_rank(tt: Any, call: str, rank: int, world: int, inputs: list[np.ndar
 def run(tt: Any, call: str, world: int, inputs: list[np.ndarray], kwargs: dict[str, Any],
         async_op: bool) -> dict[str, Any]:
     """Every rank's output of ``call`` and the traces."""
-    results, trace = run_world(tt, world, lambda rank: call_on_rank(
+    results, trace = run_framework_world(tt, world, lambda rank: call_on_rank(
         tt, call, rank, world, inputs, kwargs, async_op))
     return {"outputs": results, "trace": trace}

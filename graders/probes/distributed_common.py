@@ -1,10 +1,11 @@
-"""Helpers for the assignment-7 probes: running ranks as threads in the submission's
-threads backend, and the small models the probes train.
+"""Helpers for the assignment-7 probes: running ranks on the probes' own distributed
+runtime (``_world``: the grader's collectives and trace, ranks as threads or as forked
+processes), and the small models the probes train.
 
-At most ``MAX_WORLD`` rank threads run at a time (plus the worker's main thread); the
-grader's tests use 2 to 4. Each world stops a rank that runs ``WORLD_TIMEOUT`` seconds
-without reaching a collective, below the grader's 5 s deadline per probe call, so a hang
-is reported with the rank and the collective the others waited in.
+At most ``MAX_WORLD`` ranks run at a time (plus the worker's main thread); the grader's
+tests use 2 to 4. Each world stops a rank that runs ``WORLD_TIMEOUT`` seconds without
+reaching a collective, below the grader's 5 s deadline per probe call, so a hang is
+reported with the rank and the collective the others waited in.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _world
 from ._observe import array
 from .gpt import _at, _build, _load
 
@@ -21,9 +23,23 @@ MAX_WORLD = 8
 WORLD_TIMEOUT = 3.0
 
 
-def run_world(tt: Any, world_size: int, fn: Callable[[int], Any],
-              timeout: float = WORLD_TIMEOUT) -> tuple[list[Any], list[list[dict[str, Any]]]]:
-    """``fn(rank)`` on ``world_size`` ranks as threads: the results and every rank's trace."""
+mark = _world.mark  # the probes' marks, into the grader's trace
+
+
+def run_world(tt: Any, world_size: int, fn: Callable[[int], Any], timeout: float = WORLD_TIMEOUT,
+              processes: bool = False) -> tuple[list[Any], list[list[dict[str, Any]]]]:
+    """``fn(rank)`` on ``world_size`` ranks of the probes' runtime (threads, or forked
+    processes that share no memory): the results and the grader's trace of every rank."""
+    if not 1 <= world_size <= MAX_WORLD:
+        raise ValueError(f"the probes run at most {MAX_WORLD} ranks")
+    return _world.run(tt, world_size, fn, processes=bool(processes), timeout=timeout)
+
+
+def run_framework_world(tt: Any, world_size: int, fn: Callable[[int], Any],
+                        timeout: float = WORLD_TIMEOUT,
+                        ) -> tuple[list[Any], list[list[dict[str, Any]]]]:
+    """``fn(rank)`` on the submission's own threads backend (``tt.distributed.ThreadWorld``)
+    and its trace: for checking the framework's given collectives, not for grading."""
     if not 1 <= world_size <= MAX_WORLD:
         raise ValueError(f"the probes run at most {MAX_WORLD} ranks")
     world = tt.distributed.ThreadWorld(world_size, timeout=timeout)

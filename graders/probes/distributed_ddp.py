@@ -1,4 +1,5 @@
-"""Probes for task 7.1: DistributedDataParallel, on ranks as threads.
+"""Probes for task 7.1: DistributedDataParallel, on the probes' runtime (ranks as threads,
+or as forked processes with ``spec["processes"]``).
 
 Each rank builds the probes' MLP with its own weights (only rank 0's are the model's:
 DDP must broadcast them), wraps it in the submission's DistributedDataParallel and
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import probe
-from .distributed_common import grads, mlp, run_world, sgd, values
+from .distributed_common import grads, mark, mlp, run_world, sgd, values
 from .gpt import _at
 
 
@@ -29,7 +30,8 @@ def bucket_assignment(tt: Any, sizes: list[int], cap: int) -> list[list[int]]:
 def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec``: world, widths, weights (one dict per rank), bucket_cap_mb, lr, and
     batches[step][micro][rank] = (x, y); optionally groups (lists of ranks, made with
-    new_group on every rank: each rank's DDP gets its own group as process_group). Each
+    new_group on every rank: each rank's DDP gets its own group as process_group) and
+    processes (ranks as forked processes, see ``_world``). Each
     step runs its micro-batches (all but the last inside ``no_sync()``), loss =
     mse_loss(ddp(x), y), then the probes' SGD. Per rank: the parameters after wrapping,
     each loss, the gradients before each update, the parameters after it, and the trace."""
@@ -41,7 +43,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         params = [_at(model, name) for name in names]
         for name, p in zip(names, params, strict=True):  # before DDP's: they run first
             p.register_post_accumulate_grad_hook(
-                lambda _p, name=name: dist.record_event("grad_ready", name=name))
+                lambda _p, name=name: mark("grad_ready", name=name))
         group = None
         if spec.get("groups") is not None:
             made = [dist.new_group(list(g)) for g in spec["groups"]]
@@ -51,11 +53,11 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         initial = values(model, names)
         losses, step_grads, step_params = [], [], []
         for step, micro_batches in enumerate(spec["batches"]):
-            dist.record_event("step", step=step)
+            mark("step", step=step)
             for m, per_rank in enumerate(micro_batches):
                 x, y = per_rank[rank]
                 last = m == len(micro_batches) - 1
-                dist.record_event("backward", step=step, micro=m, sync=last)
+                mark("backward", step=step, micro=m, sync=last)
                 if last:
                     loss = tt.nn.functional.mse_loss(ddp(tt.tensor(x)), tt.tensor(y))
                     loss.backward()
@@ -70,7 +72,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         return {"initial": initial, "losses": np.array(losses), "grads": step_grads,
                 "params": step_params}
 
-    results, trace = run_world(tt, spec["world"], rank_main)
+    results, trace = run_world(tt, spec["world"], rank_main, processes=spec.get("processes", False))
     for result, events in zip(results, trace, strict=True):
         result["trace"] = events
     return {"ranks": results}

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import probe
 from ._observe import array
-from .distributed_common import run_world
+from .distributed_common import mark, run_world
 from .gpt import _gpt
 
 
@@ -39,7 +39,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
         losses, val = [], []
         for step, (idx, targets) in enumerate(spec["batches"]):
-            dist.record_event("step", step=step)
+            mark("step", step=step)
             val.append(trainer.evaluate(part(spec["val"][0]), part(spec["val"][1])))
             losses.append(trainer.step(part(idx), part(targets)))
         params = {name: array(p) for name, p in trainer.stage_module.named_parameters()}

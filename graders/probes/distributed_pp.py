@@ -17,7 +17,7 @@ import numpy as np
 
 from . import probe
 from ._observe import array
-from .distributed_common import run_world, sgd
+from .distributed_common import mark, run_world, sgd
 from .gpt import _at, _build, _load
 
 
@@ -104,7 +104,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         params = [_at(module, name) for name in names]
         for step, (x, y) in enumerate(spec["steps"]):
             counter = {"live": 0, "peak": 0}
-            dist.record_event("step", step=step)
+            mark("step", step=step)
             losses: list[Any] = []
             with tt.autograd.graph.saved_tensors_hooks(
                     lambda t, c=counter: _Held(c, t), lambda held: held.tensor):

@@ -1,5 +1,6 @@
 """Probes for tasks 7.3 and 7.4: the tensor- and sequence-parallel operators and layers,
-on ranks as threads, with the weights of a full layer the grader sends (every rank cuts
+on the probes' runtime (ranks as threads; ``layer`` with ``spec["processes"]``: as forked
+processes), with the weights of a full layer the grader sends (every rank cuts
 its own part). Marks in the trace: "forward", "backward", "done"."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import numpy as np
 
 from . import probe
 from ._observe import array, grad
-from .distributed_common import run_world
+from .distributed_common import mark, run_world
 from .gpt import _at, _build, _load
 
 
@@ -26,16 +27,15 @@ def _function(tt: Any, path: str) -> Any:
 def mapping(tt: Any, path: str, world: int, inputs: list[np.ndarray],
             grad_outputs: list[np.ndarray]) -> dict[str, Any]:
     """Each rank: y = op(x_rank), then y.backward(grad_outputs[rank]); y and x.grad."""
-    dist = tt.distributed
     op = _function(tt, path)
 
     def rank_main(rank: int) -> dict[str, Any]:
         x = tt.tensor(inputs[rank]).requires_grad_(True)
-        dist.record_event("forward")
+        mark("forward")
         y = op(x)
-        dist.record_event("backward")
+        mark("backward")
         y.backward(tt.tensor(grad_outputs[rank]))
-        dist.record_event("done")
+        mark("done")
         return {"output": array(y), "input_grad": grad(x)}
 
     results, trace = run_world(tt, world, rank_main)
@@ -77,7 +77,6 @@ def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     the full layer, its parallel version, runs forward and backward: the output, the
     input's gradient (None for indices) and the parallel layer's parameters' gradients by
     name."""
-    dist = tt.distributed
     kind = spec["kind"]
 
     def rank_main(rank: int) -> dict[str, Any]:
@@ -86,15 +85,15 @@ def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         x = tt.tensor(spec["inputs"][rank])
         if kind != "embedding":
             x.requires_grad_(True)
-        dist.record_event("forward")
+        mark("forward")
         y = part(x)
-        dist.record_event("backward")
+        mark("backward")
         y.backward(tt.tensor(spec["grad_outputs"][rank]))
-        dist.record_event("done")
+        mark("done")
         return {"output": array(y), "input_grad": None if kind == "embedding" else grad(x),
                 "grads": {name: grad(_at(part, name)) for name in spec["local_names"]}}
 
-    results, trace = run_world(tt, spec["world"], rank_main)
+    results, trace = run_world(tt, spec["world"], rank_main, processes=spec.get("processes", False))
     return {"ranks": results, "trace": trace}
 
 
@@ -107,11 +106,11 @@ def cross_entropy(tt: Any, world: int, logits: list[np.ndarray], target: np.ndar
 
     def rank_main(rank: int) -> dict[str, Any]:
         x = tt.tensor(logits[rank]).requires_grad_(True)
-        dist.record_event("forward")
+        mark("forward")
         loss = dist.tensor_parallel.vocab_parallel_cross_entropy(x, tt.tensor(target))
-        dist.record_event("backward")
+        mark("backward")
         loss.backward(tt.tensor(grad_output))
-        dist.record_event("done")
+        mark("done")
         return {"loss": array(loss), "logits_grad": grad(x)}
 
     results, trace = run_world(tt, world, rank_main)
@@ -143,15 +142,15 @@ def sequence_parallel_block(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         a = tt.nn.Parameter(tt.tensor(spec["A"][:, rank * part:(rank + 1) * part]))
         b = tt.nn.Parameter(tt.tensor(spec["B"][rank * part:(rank + 1) * part]))
         x = tt.tensor(np.split(spec["x"], world, axis=1)[rank]).requires_grad_(True)
-        dist.record_event("forward")
+        mark("forward")
         h = sp.gather_from_sequence_parallel_region(ln(x))
         z = tt.tanh(h @ a) @ b
         out = x + sp.reduce_scatter_to_sequence_parallel_region(z)
-        dist.record_event("backward")
+        mark("backward")
         out.backward(tt.tensor(np.split(spec["grad_output"], world, axis=1)[rank]))
-        dist.record_event("sync")
+        mark("sync")
         sp.allreduce_sequence_parallel_grads([ln.weight, ln.bias])
-        dist.record_event("done")
+        mark("done")
         return {"output": array(out), "input_grad": grad(x), "ln_weight_grad": grad(ln.weight),
                 "ln_bias_grad": grad(ln.bias), "A_grad": grad(a), "B_grad": grad(b)}
 
@@ -230,18 +229,18 @@ def sequence_parallel_layers(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         column = column_cls(spec["fc1_weight"], spec["fc1_bias"], group, place, size)
         row = row_cls(spec["fc2_weight"], spec["fc2_bias"], group, place, size)
         x = tt.tensor(x_full).requires_grad_(True)
-        dist.record_event("forward")
+        mark("forward")
         part = sp.scatter_to_sequence_parallel_region(x, group)
         out = part + row(tt.tanh(column(ln(part))))
-        dist.record_event("backward")
+        mark("backward")
         out.backward(tt.tensor(np.split(spec["grad_output"][index], size, axis=1)[place]))
-        dist.record_event("sync")
+        mark("sync")
         sp.allreduce_sequence_parallel_grads([ln.weight, ln.bias, row.bias], group)
-        dist.record_event("done")
+        mark("done")
         return {"output": array(out), "input_grad": grad(x), "ln_weight_grad": grad(ln.weight),
                 "ln_bias_grad": grad(ln.bias), "fc1_weight_grad": grad(column.weight),
                 "fc1_bias_grad": grad(column.bias), "fc2_weight_grad": grad(row.weight),
                 "fc2_bias_grad": grad(row.bias)}
 
-    results, trace = run_world(tt, spec["world"], rank_main)
+    results, trace = run_world(tt, spec["world"], rank_main, processes=spec.get("processes", False))
     return {"ranks": results, "trace": trace}

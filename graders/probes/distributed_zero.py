@@ -1,5 +1,6 @@
 """Probes for task 7.2: ZeroRedundancyOptimizer (stages 1 and 2) over the submission's
-AdamW, on ranks as threads, each with its own part of every batch."""
+AdamW, on the probes' runtime (ranks as threads, or as forked processes with
+``spec["processes"]``), each with its own part of every batch."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from . import probe
 from ._observe import array
-from .distributed_common import mlp, run_world, values
+from .distributed_common import mark, mlp, run_world, values
 from .gpt import _at
 
 
@@ -67,14 +68,14 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
             x, y = per_rank[rank]
             opt.zero_grad()
             loss = tt.nn.functional.mse_loss(model(tt.tensor(x)), tt.tensor(y))
-            dist.record_event("backward", step=step)
+            mark("backward", step=step)
             loss.backward()
-            dist.record_event("step", step=step)
+            mark("step", step=step)
             shards = [s for g in opt.optim.param_groups for s in g["params"]]
             held = [t._grad for t in [*params, *shards] if t._grad is not None]
             out["grad_bytes"].append(sum(g.data.nbytes for g in held))
             opt.step()
-            dist.record_event("stepped", step=step)
+            mark("stepped", step=step)
             out["losses"].append(float(loss.item()))
             out["state_bytes"].append(_state_bytes(tt, opt))
             out["params"].append(values(model, names))
@@ -90,7 +91,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         out["losses"] = np.array(out["losses"])
         return out
 
-    results, trace = run_world(tt, spec["world"], rank_main)
+    results, trace = run_world(tt, spec["world"], rank_main, processes=spec.get("processes", False))
     for result, events in zip(results, trace, strict=True):
         result["trace"] = events
     return {"ranks": results}

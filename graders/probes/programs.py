@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import probe
-from ._functions import add_hook, apply, functions, own_hooks, own_recording
+from ._functions import add_hook, apply, functions, own_hooks, own_recording, run_backward
 from ._observe import array, grad
 
 _UNARY = ("sin", "square", "exp", "sum", "sincos", "relu_mask", "positive", "zero")
@@ -189,7 +189,6 @@ def backward_of_recorded(tt: Any, program: dict[str, Any]) -> dict[str, Any]:
     """The program recorded by the submission's own ``record`` (task 1.1), then backward
     of its output with the probes' copy of task 1.2's engine (``_functions.run_backward``):
     the leaves' gradients, so the graph 1.1 builds is graded on carrying gradients."""
-    from ._functions import run_backward
 
     values = build(tt, program)
     run_backward(tt, [(values[-1], None)])

@@ -8,9 +8,11 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO
 
 from ..runner.results import TestResult
+from . import reproducers
 from .score import Score
 
 _SYMBOL = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "timeout": "TIMEOUT",
@@ -23,10 +25,13 @@ FRAMES = 3  # innermost traceback frames shown (and the outermost); score.json h
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
-def render(score: Score, verbose: bool = False) -> str:
+def render(score: Score, verbose: bool = False,
+           reproducer_files: dict[tuple[str, str], Path] | None = None) -> str:
     """The score table, then the problems: the first failing test of each task (every one
-    with ``verbose``) with its message and what it printed, one line per task for tests
-    that stop at an unfinished stub."""
+    with ``verbose``) with its message, its reproducer whole (and the file it was written
+    to, from ``reproducer_files``), and what it printed, one line per task for tests that
+    stop at an unfinished stub."""
+    files = reproducer_files or {}
     lines = []
     if score.error:
         lines.append(f"grading failed: {score.error}")
@@ -45,7 +50,8 @@ def render(score: Score, verbose: bool = False) -> str:
         shown = problems if verbose else problems[:1]
         hidden += len(problems) - len(shown)
         for r in shown:
-            body.extend(_problem(t.task.id, r, verbose, shown_messages))
+            body.extend(_problem(t.task.id, r, verbose, shown_messages,
+                                 files.get((t.task.id, r.name))))
         if verbose:  # what passing tests printed too
             for r in t.tests:
                 if r.status == "passed" and r.output:
@@ -64,9 +70,11 @@ def render(score: Score, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _problem(task: str, r: TestResult, verbose: bool, seen: dict[str, str]) -> list[str]:
+def _problem(task: str, r: TestResult, verbose: bool, seen: dict[str, str],
+             repro_file: Path | None = None) -> list[str]:
     """A failing test: its name and description, its message (the traceback cut to its
-    innermost frames), what it printed. A message already shown is not repeated."""
+    innermost frames; a reproducer never cut), what it printed. A message already shown is
+    not repeated."""
     head = f"[{_SYMBOL[r.status]}] {task} {r.name}" + (f": {r.description}" if r.description
                                                        else "")
     lines = textwrap.wrap(head, WIDTH, subsequent_indent="  ", break_long_words=False,
@@ -75,14 +83,34 @@ def _problem(task: str, r: TestResult, verbose: bool, seen: dict[str, str]) -> l
         lines.append(f"    the same as {seen[r.message]} above")
     elif r.message:
         seen[r.message] = f"{task} {r.name}"
-        message = _innermost_frames(r.message.splitlines())
+        script = reproducers.extract(r.message)
+        text = r.message
+        if script is not None:
+            text = "\n".join(line for line in r.message.splitlines()
+                             [:_marker_line(r.message)])
+        message = _innermost_frames(text.splitlines())
         if len(message) > MESSAGE_LINES:
             left = len(message) - MESSAGE_LINES
             message = [*message[:MESSAGE_LINES], f"[... {left} more lines in score.json]"]
         lines.extend("    " + line for line in message)
+        if script is not None:
+            where = f" (python {_shown_path(repro_file)})" if repro_file is not None else ""
+            lines.append(f"      {reproducers.MARKER}{where}")
+            lines.extend("        " + line for line in script.splitlines())
     if r.output:
         lines.extend(_printed(r.output, OUTPUT_LINES_VERBOSE if verbose else OUTPUT_LINES))
     return lines
+
+
+def _marker_line(message: str) -> int:
+    lines = message.splitlines()
+    return next(i for i, line in enumerate(lines) if line.strip() == reproducers.MARKER)
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` from the current folder when it is below it, else in full."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative
 
 
 def _printed(output: str, limit: int) -> list[str]:

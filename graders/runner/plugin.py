@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from _pytest.runner import runtestprotocol
 
-from ..harness.errors import HarnessError, ProbeOutcome
+from ..harness.errors import HarnessError, ProbeOutcome, SubmissionImportError
 from . import hypothesis_budget
 from .results import TestResult
 
@@ -29,7 +29,10 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
         message = _truncate(exc.message, MAX_MESSAGE // 2)
         if exc.detail:
             message += "\n" + _innermost(exc.detail, MAX_MESSAGE * 2 // 5)
-        example = exc.example or _falsifying_example(exc)
+        # an import failure or a breakpoint() is the same whatever the example: naming
+        # the example would send the student looking at the inputs
+        example = "" if isinstance(exc, SubmissionImportError) or _is_breakpoint(exc) else (
+            exc.example or _falsifying_example(exc))
         if example:
             message += "\n" + example
         if isinstance(exc, HarnessError):
@@ -38,6 +41,10 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
     if isinstance(exc, AssertionError):
         return "failed", str(exc) or _failed_check(exc)
     return "error", f"internal grader error: {type(exc).__name__}: {exc}"
+
+
+def _is_breakpoint(exc: ProbeOutcome) -> bool:
+    return getattr(exc, "exc_type", "") == "BdbQuit" or exc.message.startswith("BdbQuit")
 
 
 def _failed_check(exc: BaseException) -> str:
@@ -107,6 +114,7 @@ class GradingPlugin:
         self._outcomes: dict[str, tuple[str, str]] = {}
         self.progress = progress  # a report.console.Progress, or None
         self._planned: dict[str, int] = {}  # tests per task, in the order they run
+        self._items: list[pytest.Item] = []  # every test to run, in order
         self._done: dict[str, int] = {}
 
     @pytest.fixture
@@ -141,6 +149,7 @@ class GradingPlugin:
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
+        self._items = list(keep)
         for item in keep:
             task = item.get_closest_marker("task").args[0]
             self._planned[task] = self._planned.get(task, 0) + 1
@@ -186,6 +195,17 @@ class GradingPlugin:
         self._record(item, status, message, duration=duration, output=output)
         return True
 
+    def partial_results(self, why: str) -> list[TestResult]:
+        """What grading has recorded so far, and for each test it has not, an ``error``
+        saying ``why`` (a grading stopped by a signal keeps the tests that finished)."""
+        done = {(r.task, r.name) for r in self.results}
+        missing = [TestResult(name=item.name, task=item.get_closest_marker("task").args[0],
+                              status="error", message=f"not run: {why}",
+                              description=description(getattr(item, "function", None).__doc__))
+                   for item in self._items
+                   if (item.get_closest_marker("task").args[0], item.name) not in done]
+        return [*self.results, *missing]
+
     def _show_progress(self, item: pytest.Item, finished: bool) -> None:
         if self.progress is None:
             return
@@ -206,6 +226,7 @@ class GradingPlugin:
             duration=round(duration, 3),
             output=_truncate(output, 8000),
             description=description(getattr(item, "function", None).__doc__),
+            nodeid=item.nodeid,
         ))
         self._show_progress(item, finished=True)
 

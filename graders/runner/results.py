@@ -16,5 +16,6 @@ class TestResult:
     duration: float = 0.0
     output: str = ""
     description: str = ""
+    nodeid: str = ""  # pytest's id (path in graders/suites :: name), for pytest's JSON report
 
     __test__ = False  # not a pytest test class

@@ -19,9 +19,21 @@ from .hypothesis_budget import HypothesisBudget
 from .plugin import GradingPlugin
 from .results import TestResult
 
+RUNNING: list[GradingPlugin] = []  # the grading under way in this process
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 SCRATCH: list[str] = []  # Hypothesis's folders of gradings under way
 _NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+
+
+def partial_results(why: str) -> list[TestResult] | None:
+    """The results of the grading running in this process so far (``GradingPlugin``'s
+    ``partial_results``), or None before any began."""
+    return RUNNING[0].partial_results(why) if RUNNING else None
+
+
+class GradingInterrupted(Exception):
+    """Grading was stopped by Ctrl-C before it finished (``partial_results`` holds what
+    finished)."""
 
 
 class GradingError(Exception):
@@ -80,6 +92,7 @@ def run_suites(
         hypothesis=HypothesisBudget(quick=profile == "quick"),
         progress=progress,
     )
+    RUNNING[:] = [plugin]
     try:
         with tempfile.TemporaryDirectory(prefix="tinytrain-grade-") as scratch:
             SCRATCH.append(scratch)  # for a grader stopped by a signal to remove
@@ -119,6 +132,8 @@ def run_suites(
         errors = "\n".join(plugin.collection_errors)
         raise GradingError(f"the grader suites failed to load:\n{errors}")
     graded = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
+    if code == pytest.ExitCode.INTERRUPTED:
+        raise GradingInterrupted("Ctrl-C (SIGINT)")
     if code not in graded:
         raise GradingError(f"pytest stopped with exit code {int(code)}")
     return plugin.results

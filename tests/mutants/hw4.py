@@ -146,21 +146,6 @@ MUTANTS = [
             "(a bfloat16 sum accumulates in bfloat16), then round",
     ),
     Mutant(
-        id="cast-without-gradient",
-        task="4.1",
-        file="_tensor_methods.py",
-        find="""    def method(self: Tensor) -> Tensor:
-        return ops.to_dtype(self, dtype)""",
-        replace="""    def method(self: Tensor) -> Tensor:
-        if self.dtype == dtype:
-            return self
-        from .ops.conversion import cast_array
-
-        return Tensor(cast_array(self.data, dtype.np))  # a new tensor, outside the graph""",
-        why=".half(), .bfloat16(), .float(), .double() copy the values into a new tensor "
-            "that is not in the graph: no gradient flows back through the cast",
-    ),
-    Mutant(
         id="cast-gradient-in-output-dtype",
         task="4.1",
         file="ops/conversion.py",

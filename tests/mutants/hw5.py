@@ -96,17 +96,6 @@ MUTANTS = [
         replace="a.astype(target)",
         why="to(float64) also converts integer buffers",
     ),
-    Mutant(
-        id="sequential-del-keeps-names",
-        task="5.1",
-        file="nn/container.py",
-        find="""            delattr(self, list(self._modules)[_index(idx, len(self))])
-        # renumber, as PyTorch does
-        object.__setattr__(self, "_modules",
-                           {str(i): m for i, m in enumerate(self._modules.values())})""",
-        replace="""            delattr(self, list(self._modules)[_index(idx, len(self))])""",
-        why="del seq[i] leaves a gap in the names instead of renumbering 0, 1, ...",
-    ),
     # ----- 5.2 Optimizer base ----------------------------------------------------------
     Mutant(
         id="optimizer-zero-grad-always-none",

@@ -268,3 +268,30 @@ def test_no_sync_accumulates_then_averages(submission, world):
                 assert_close(got["grads"][step][name], expected["grads"][step][name],
                              what=f"rank {rank}: {name}.grad after the synchronised backward of "
                                   f"step {step + 1}", case=describe(s))
+
+
+@task("7.1")
+@pytest.mark.parametrize(("world", "cap"), [(2, 300), (3, 1)], ids=["world2-mpi", "world3-cap1-mpi"])
+def test_ranks_as_processes_match_single_process_training(submission, world, cap):
+    """The ranks as separate processes (``-mpi``: forked by the grader, each with its own
+    memory, the grader's collectives between them): every rank starts from rank 0's
+    weights and holds the single-process gradients and parameters after every step, which
+    only real communication can give."""
+    s = {**spec(world, cap, seed=1), "processes": True}
+    case = describe(s) + ", each rank its own process"
+    ranks = run(submission, s)
+    expected = oracle.ddp_train(WIDTHS, s["weights"][0], s["batches"], s["lr"])
+    for rank, got in enumerate(ranks):
+        for name, value in s["weights"][0].items():
+            assert_close(got["initial"][name], value, rtol=0, atol=0,
+                         what=f"rank {rank}: {name} after DistributedDataParallel(model)",
+                         case=case)
+        assert_close(np.asarray(got["losses"]), expected["losses"][rank],
+                     what=f"rank {rank}: its local losses", case=case)
+        for step in range(len(s["batches"])):
+            for name in s["weights"][0]:
+                assert_close(got["grads"][step][name], expected["grads"][step][name],
+                             what=f"rank {rank}: {name}.grad after backward of step {step + 1} "
+                                  "(the average of the ranks' gradients)", case=case)
+                assert_close(got["params"][step][name], expected["params"][step][name],
+                             what=f"rank {rank}: {name} after step {step + 1}", case=case)

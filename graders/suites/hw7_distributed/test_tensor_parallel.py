@@ -222,3 +222,33 @@ def test_vocab_parallel_cross_entropy(submission, world, offset, lead):
                      what=f"rank {rank}: the collectives in forward", case=what)
         assert_equal(table.calls(table.between(trace, marks["backward"], marks["done"])), [],
                      what=f"rank {rank}: the collectives in backward", case=what)
+
+
+MPI_CASES = [pytest.param(case, world, id=f"{case.name}-world{world}-mpi")
+             for case in LAYERS if case.kind in ("column", "row") for world in (2, 4)]
+
+
+@task("7.3")
+@pytest.mark.parametrize(("case", "world"), MPI_CASES)
+def test_linear_layers_as_processes_match_the_full_layer(submission, case, world):
+    """Column- and row-parallel Linear with the ranks as separate processes (``-mpi``:
+    forked by the grader, each with its own memory, the grader's collectives between
+    them): each rank's output, input gradient and parameter gradients, the full layer's or
+    this rank's part of them."""
+    spec, expected = prepare(case, world)
+    got = run(submission, {**spec, "processes": True})
+    what = describe(case, world) + ", each rank its own process"
+    for rank, result in enumerate(got["ranks"]):
+        output = expected["output"]
+        if expected["column_part"]:
+            output = oracle.split(output, world, rank, -1)
+        assert_close(result["output"], output, what=f"rank {rank}: the output", case=what)
+        input_grad = expected["input_grad"]
+        if expected["row_part"]:
+            input_grad = oracle.split(input_grad, world, rank, -1)
+        assert_close(result["input_grad"], input_grad, what=f"rank {rank}: the input's gradient",
+                     case=what)
+        for name, full in expected["grads"].items():
+            assert_close(result["grads"][name], oracle.local_part(case.kind, name, full, world, rank),
+                         what=f"rank {rank}: {name}.grad (this rank's part of the full layer's "
+                              "gradient)", case=what)

@@ -212,3 +212,33 @@ def test_float32_parameters_keep_float32_shards(submission, stage):
             raise AssertionError(
                 f"rank {rank} holds {held} bytes of optimizer state; a rank's share of float32 "
                 f"AdamW's state (its chunks, padded) is {share} bytes\n  case: {describe(s)}")
+
+
+MPI_CASES = [(1, 2), (2, 3)]
+
+
+@task("7.2")
+@pytest.mark.parametrize(("stage", "world"), MPI_CASES,
+                         ids=[f"{i}-mpi" for i in ids(MPI_CASES)])
+def test_ranks_as_processes_match_single_process_adamw(submission, stage, world):
+    """The ranks as separate processes (``-mpi``: forked by the grader, each with its own
+    memory, the grader's collectives between them): every rank's parameters and its
+    chunk's AdamW state after every step, as AdamW on the whole batch in one process."""
+    s = {**spec(stage, world, seed=1), "processes": True}
+    case = describe(s) + ", each rank its own process"
+    ranks = run(submission, s)
+    expected = oracle.zero_train(WIDTHS, s["weights"], s["batches"], OPTIONS)
+    for rank, got in enumerate(ranks):
+        assert_close(np.asarray(got["losses"]), expected["losses"][rank],
+                     what=f"rank {rank}: its local losses", case=case)
+        for step in range(STEPS):
+            for name in s["weights"]:
+                assert_close(got["params"][step][name], expected["params"][step][name],
+                             what=f"rank {rank}: {name} after step {step + 1}", case=case)
+                state = got["state"][step][name]
+                assert_conforms(state, {"exp_avg": None, "exp_avg_sq": None, "step": None},
+                                what=f"rank {rank}: opt.optim.state[<its chunk of {name}>]")
+                assert_close(state["exp_avg"],
+                             oracle.shard(expected["state"][step][name]["exp_avg"], world, rank),
+                             what=f"rank {rank}: exp_avg of its chunk of {name} after step "
+                                  f"{step + 1}", case=case)
