@@ -65,11 +65,22 @@ class Launch:
                 args.append({"stride": [a.name, a.dim]})
             else:
                 args.append({"value": a})
-        buffers = {n: {"values": b.values, "layout": b.layout, "output": b.output or b.inout,
+        buffers = {n: {"values": _sent(b), "layout": b.layout, "output": b.output or b.inout,
                        "inout": b.inout} for n, b in self.buffers.items()}
         return {"module": module, "kernel": kernel, "buffers": buffers, "args": args,
                 "constexprs": dict(self.constexprs), "grid": list(self.grid),
                 "trace": self.trace}
+
+
+def _sent(buffer: Buffer) -> np.ndarray:
+    """The values sent for a buffer: an output's are never the grader's memory (an output
+    allocated with ``np.empty`` holds whatever the grader's process had there; the probe
+    fills float outputs with NaN), so a request depends on the case alone."""
+    if not buffer.output or buffer.inout:
+        return buffer.values
+    kind = buffer.values.dtype.kind
+    floating = kind in "fc" or buffer.values.dtype.name == "bfloat16"
+    return np.full_like(buffer.values, np.nan) if floating else np.zeros_like(buffer.values)
 
 
 # ----- expectations ------------------------------------------------------------------------
@@ -212,7 +223,34 @@ class KernelInfo:
 
     def compile_requests(self) -> list[dict[str, Any]]:
         return [{"module": self.module, "kernel": self.name, "signature": self.signature(dt),
-                 "constexprs": dict(self.compile_constexprs)} for dt in self.compile_dtypes]
+                 "constexprs": seeded_constexprs(self.compile_constexprs, self.name, dt)}
+                for dt in self.compile_dtypes]
+
+
+def seeded_constexprs(constexprs: dict[str, Any], *key: Any) -> dict[str, Any]:
+    """A compile's constexprs drawn from the grading seed (``constexprs`` at seed 0): each
+    flag either way, each power-of-two BLOCK_* size halved, kept or doubled (within 16 to
+    2048: tensor cores need 16), GROUP_M and ROWS_PER_PROGRAM 4 or 8; at least one differs
+    from ``constexprs``, so a compile request of another grading is never this one."""
+    from ..suites._seed import case_rng, grading_seed
+
+    if grading_seed() == 0:
+        return dict(constexprs)
+    rng = case_rng(0, "compile constexprs", *key)
+    options = {}
+    for name, value in constexprs.items():
+        if isinstance(value, bool):
+            options[name] = [False, True]
+        elif name.startswith("BLOCK_") and isinstance(value, int) and value & (value - 1) == 0:
+            options[name] = [v for v in (value // 2, value, value * 2) if 16 <= v <= 2048]
+        elif name in ("GROUP_M", "ROWS_PER_PROGRAM"):
+            options[name] = sorted({4, 8, value})
+    drawn = {name: (options[name][int(rng.integers(len(options[name])))] if name in options
+                    else value) for name, value in constexprs.items()}
+    if drawn == dict(constexprs) and options:
+        name = sorted(options)[int(rng.integers(len(options)))]
+        drawn[name] = next(v for v in options[name] if v != constexprs[name])
+    return drawn
 
 
 @dataclass(frozen=True)

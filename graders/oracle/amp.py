@@ -177,14 +177,14 @@ def _raised(fn: Any) -> dict[str, Any]:
     return {"type": None, "message": ""}
 
 
-def errors() -> dict[str, Any]:
+def errors(grad_value: float = 4.0, init_scale: float = 4.0) -> dict[str, Any]:
     """What ``graders.probes.amp.errors`` observes, in torch."""
     loss = torch.tensor(np.float32(1.0))
 
     def setup(**kwargs: Any) -> tuple[Any, Any, Any]:
         p = torch.nn.Parameter(torch.ones(2))
-        p.grad = torch.full((2,), 4.0)
-        return torch.amp.GradScaler("cpu", init_scale=4.0, **kwargs), p, Plain([p], lr=0.1)
+        p.grad = torch.full((2,), grad_value)
+        return torch.amp.GradScaler("cpu", init_scale=init_scale, **kwargs), p, Plain([p], lr=0.1)
 
     out: dict[str, Any] = {}
     scaler, p, opt = setup()
@@ -204,13 +204,13 @@ def errors() -> dict[str, Any]:
     out["step_twice"] = _raised(lambda: scaler.step(opt))
     out["steps_taken"] = opt.calls
     scaler.update()
-    p.grad = torch.full((2,), 4.0)
+    p.grad = torch.full((2,), grad_value)
     scaler.scale(loss)
     out["unscale_after_update"] = _raised(lambda: scaler.unscale_(opt))
 
     scaler, p, _ = setup()
     half = torch.nn.Parameter(torch.ones(2, dtype=torch.float16))
-    half.grad = torch.full((2,), 4.0, dtype=torch.float16)
+    half.grad = torch.full((2,), grad_value, dtype=torch.float16)
     opt = Plain([p, half], lr=0.1)
     scaler.scale(loss)
     out["fp16_unscale"] = _raised(lambda: scaler.unscale_(opt))
@@ -225,17 +225,18 @@ def errors() -> dict[str, Any]:
     return out
 
 
-def scaler_edges(keys: list[str] | None = None) -> dict[str, Any]:
+def scaler_edges(keys: list[str] | None = None, grad_value: float = 4.0,
+                 init_scale: float = 4.0, new_scale: float = 16.0) -> dict[str, Any]:
     """What ``graders.probes.amp.scaler_edges`` observes, in torch."""
     loss = torch.tensor(np.float32(1.0))
     p = torch.nn.Parameter(torch.ones(2))
     opt = Plain([p], lr=0.1)
-    scaler = torch.amp.GradScaler("cpu", init_scale=4.0)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
     scaler.scale(loss)
     out: dict[str, Any] = {"step_without_gradients": _raised(lambda: scaler.step(opt)),
                            "steps_taken": opt.calls}
-    scaler = torch.amp.GradScaler("cpu", init_scale=4.0)
-    p.grad = torch.full((2,), 4.0)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
+    p.grad = torch.full((2,), grad_value)
     scaler.scale(loss)
     scaler.unscale_(opt)
     out["found_inf"] = [[str(f.dtype).removeprefix("torch."), list(f.shape), float(f)]
@@ -243,12 +244,12 @@ def scaler_edges(keys: list[str] | None = None) -> dict[str, Any]:
     scaler.step(opt)
     out["two_elements"] = _raised(lambda: scaler.update(torch.tensor([2.0, 3.0])))
     out["requires_grad"] = _raised(lambda: scaler.update(torch.tensor(2.0, requires_grad=True)))
-    out["zero_dim"] = _raised(lambda: scaler.update(torch.tensor(16.0)))
+    out["zero_dim"] = _raised(lambda: scaler.update(torch.tensor(new_scale)))
     out["scale"] = scaler.get_scale()
     return out if keys is None else {k: out[k] for k in keys}
 
 
-def disabled() -> dict[str, Any]:
+def disabled(grads: list[float] | None = None) -> dict[str, Any]:
     """What ``graders.probes.amp.disabled`` observes, in torch."""
     scaler = torch.amp.GradScaler("cpu", enabled=False)
     p = torch.nn.Parameter(torch.ones(3))
@@ -260,7 +261,7 @@ def disabled() -> dict[str, Any]:
         "nested_identity": scaler.scale(nested) is nested,
         "is_enabled": scaler.is_enabled(),
     }
-    p.grad = torch.tensor([2.0, np.inf, 4.0])
+    p.grad = torch.tensor([2.0, np.inf, 4.0] if grads is None else grads)
     scaler.unscale_(opt)
     out["grad_after_unscale"] = _np(p.grad)
     out["returned"] = scaler.step(opt)

@@ -165,20 +165,25 @@ def schedule(kind: str, args: dict[str, Any], base_lrs: list[float],
     return {"lrs": lrs, "last_lr": last}
 
 
-def state_dtypes(kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
+def state_dtypes(kind: str, options: dict[str, Any], dtype: str,
+                 param: list[float] | None = None,
+                 grads: list[float] | None = None) -> dict[str, Any]:
     """What ``optim.state_dtypes`` observes, with torch (foreach=False)."""
     torch_dtype = getattr(torch, dtype)
-    p = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 4, dtype=torch.float64).to(torch_dtype))
+    start = torch.linspace(-1.0, 1.0, 4, dtype=torch.float64) if param is None else \
+        torch.tensor(param, dtype=torch.float64)
+    p = torch.nn.Parameter(start.to(torch_dtype))
     opt = _KINDS[kind]([p], foreach=False, **options)
-    for value in (0.5, -0.25):
+    for value in (0.5, -0.25) if grads is None else grads:
         p.grad = torch.full((4,), value, dtype=torch_dtype)
         opt.step()
     name = lambda t: str(t.dtype).removeprefix("torch.")  # noqa: E731
     return {"param": name(p), "state": {k: name(v) for k, v in opt.state[p].items()}}
 
 
-def state_dtypes_numpy_options(kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
+def state_dtypes_numpy_options(kind: str, options: dict[str, Any], dtype: str,
+                               **values: Any) -> dict[str, Any]:
     """What ``optim.state_dtypes_numpy_options`` observes: the float options as NumPy
     float64 scalars."""
     options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
-    return state_dtypes(kind, options, dtype)
+    return state_dtypes(kind, options, dtype, **values)

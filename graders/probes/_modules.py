@@ -260,10 +260,14 @@ def apply_order(lib: Any, spec: dict[str, Any]) -> list[str]:
     return order
 
 
-def containers(lib: Any) -> dict[str, Any]:
+def containers(lib: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Sequential, ModuleList and ModuleDict operations, observed by their children's names
-    (``named_modules``), lengths, indexing, errors and repr."""
+    (``named_modules``), lengths, indexing, errors and repr. ``params`` (the grader's): the
+    extra_repr numbers, the out-of-range indices and the ModuleDict's keys."""
     nn = lib.nn
+    p = {"k": 1, "a": 1, "b": 2, "seq_index": 9, "list_index": 99,
+         "keys": ["b", "a", "c"], "missing": "zz", "nested_key": "x", **(params or {})}
+    kb, ka, kc = p["keys"]
 
     def block(name: str, extra: str = "") -> Any:
         return block_class(nn, name)(extra)
@@ -272,7 +276,7 @@ def containers(lib: Any) -> dict[str, Any]:
         return [n for n, _ in m.named_modules()]
 
     out: dict[str, Any] = {}
-    seq = nn.Sequential(block("A"), block("B", "k=1"), block("A"), block("C"))
+    seq = nn.Sequential(block("A"), block("B", f"k={p['k']}"), block("A"), block("C"))
     out["seq"] = names(seq)
     out["seq len"] = len(seq)
     out["seq[1]"] = repr(seq[1])
@@ -280,7 +284,7 @@ def containers(lib: Any) -> dict[str, Any]:
     out["seq[1:3]"] = names(seq[1:3])
     out["seq[1:3] type"] = type(seq[1:3]).__name__
     out["seq[::2]"] = names(seq[::2])
-    out["seq[9]"] = raised(lambda: seq[9])
+    out[f"seq[{p['seq_index']}]"] = raised(lambda: seq[p["seq_index"]])
     del seq[1]
     out["after del seq[1]"] = names(seq)
     seq.append(block("D"))
@@ -301,36 +305,38 @@ def containers(lib: Any) -> dict[str, Any]:
     out["list[2]"] = repr(ml[2])
     del ml[0]
     out["after del list[0]"] = names(ml)
-    out["list[99]"] = raised(lambda: ml[99])
+    out[f"list[{p['list_index']}]"] = raised(lambda: ml[p["list_index"]])
     out["list len"] = len(ml)
 
-    md = nn.ModuleDict({"b": block("B"), "a": block("A")})
-    md["c"] = block("C")
+    md = nn.ModuleDict({kb: block("B"), ka: block("A")})
+    md[kc] = block("C")
     out["dict"] = names(md)
     out["dict keys"] = list(md.keys())
-    out["'a' in dict"] = "a" in md
-    out["dict pop"] = repr(md.pop("a"))
+    out["'a' in dict"] = ka in md
+    out["dict pop"] = repr(md.pop(ka))
     out["after pop"] = list(md)
     out["dict len"] = len(md)
-    out["dict['zz']"] = raised(lambda: md["zz"])
+    out[f"dict[{p['missing']!r}]"] = raised(lambda: md[p["missing"]])
     out["dict repr"] = repr(md)
 
     nested = block("Net")
     nested.body = nn.Sequential(block("A"), nn.ModuleList([block("B"), block("B")]))
-    nested.heads = nn.ModuleDict({"x": block("C", "a=1\nb=2")})
+    nested.heads = nn.ModuleDict({p["nested_key"]: block("C", f"a={p['a']}\nb={p['b']}")})
     out["nested"] = names(nested)
     out["nested repr"] = repr(nested)
     return out
 
 
-def registration(lib: Any) -> dict[str, Any]:
+def registration(lib: Any, fill: list[float] | None = None) -> dict[str, Any]:
     """Attribute assignment and register_* rules, observed through named_parameters,
-    named_buffers and state_dict."""
+    named_buffers and state_dict. ``fill`` (the grader's): the values the tensors hold in
+    place of ones, zeros and 5."""
     nn = lib.nn
+    one, zero, five = fill or (1.0, 0.0, 5.0)
     m = block_class(nn, "Block")()
-    m.weight = nn.Parameter(lib.tensor(np.ones(2, np.float32)))
-    m.register_buffer("mean", lib.tensor(np.zeros(2, np.float32)))
-    m.register_buffer("scratch", lib.tensor(np.zeros(1, np.float32)), persistent=False)
+    m.weight = nn.Parameter(lib.tensor(np.full(2, one, np.float32)))
+    m.register_buffer("mean", lib.tensor(np.full(2, zero, np.float32)))
+    m.register_buffer("scratch", lib.tensor(np.full(1, zero, np.float32)), persistent=False)
     m.child = block_class(nn, "Block")()
     m.note = "plain attribute"
     out: dict[str, Any] = {}
@@ -346,48 +352,50 @@ def registration(lib: Any) -> dict[str, Any]:
     observe("start")
     out["getattr weight is registered"] = m.weight is m._parameters["weight"]
     out["plain tensor to a parameter name"] = raised(
-        lambda: setattr(m, "weight", lib.tensor(np.ones(2, np.float32))))
+        lambda: setattr(m, "weight", lib.tensor(np.full(2, one, np.float32))))
     out["list to a buffer name"] = raised(lambda: setattr(m, "mean", [1.0]))
     out["dot in a buffer name"] = raised(
-        lambda: m.register_buffer("a.b", lib.tensor(np.zeros(1, np.float32))))
+        lambda: m.register_buffer("a.b", lib.tensor(np.full(1, zero, np.float32))))
     out["empty parameter name"] = raised(lambda: m.register_parameter("", None))
     out["buffer over an existing attribute"] = raised(
-        lambda: m.register_buffer("note", lib.tensor(np.zeros(1, np.float32))))
+        lambda: m.register_buffer("note", lib.tensor(np.full(1, zero, np.float32))))
     out["non-tensor buffer"] = raised(lambda: m.register_buffer("bad", [1.0]))
     out["missing attribute"] = raised(lambda: m.nothing_here)
-    m.mean = lib.tensor(np.full(2, 5.0, np.float32))  # a tensor to a buffer name replaces it
+    m.mean = lib.tensor(np.full(2, five, np.float32))  # a tensor to a buffer name replaces it
     out["buffer replaced"] = lib.array(m.mean)
     m.weight = None
     observe("weight = None")
-    m.mean = nn.Parameter(lib.tensor(np.ones(2, np.float32)))
+    m.mean = nn.Parameter(lib.tensor(np.full(2, one, np.float32)))
     observe("Parameter assigned over the buffer 'mean'")
-    m.register_buffer("scratch", lib.tensor(np.ones(1, np.float32)))
+    m.register_buffer("scratch", lib.tensor(np.full(1, one, np.float32)))
     observe("'scratch' re-registered as persistent")
     del m.child
     observe("del child")
     m.child = block_class(nn, "Block")()
-    m.child.bias = nn.Parameter(lib.tensor(np.zeros(3, np.float32)))
+    m.child.bias = nn.Parameter(lib.tensor(np.full(3, zero, np.float32)))
     observe("new child with a parameter")
 
     class Early(nn.Module):
         def __init__(self) -> None:
-            self.w = nn.Parameter(lib.tensor(np.ones(1, np.float32)))
+            self.w = nn.Parameter(lib.tensor(np.full(1, one, np.float32)))
 
     out["parameter before Module.__init__"] = raised(Early)
     return out
 
 
-def cycle(lib: Any) -> dict[str, Any]:
+def cycle(lib: Any, fill: list[float] | None = None) -> dict[str, Any]:
     """A submodule that keeps a reference to its parent (``child.parent = model``
     registers the model as the child's submodule: a cycle). The traversals that skip
     modules already seen list each module and tensor once; an error is observed as its
-    type and message."""
+    type and message. ``fill`` (the grader's): the values the tensors hold in place of
+    ones and zeros."""
     nn = lib.nn
+    one, zero = (fill or (1.0, 0.0))[:2]
     model = block_class(nn, "Block")()
-    model.weight = nn.Parameter(lib.tensor(np.ones(2, np.float32)))
-    model.register_buffer("mean", lib.tensor(np.zeros(2, np.float32)))
+    model.weight = nn.Parameter(lib.tensor(np.full(2, one, np.float32)))
+    model.register_buffer("mean", lib.tensor(np.full(2, zero, np.float32)))
     model.child = block_class(nn, "Block")()
-    model.child.bias = nn.Parameter(lib.tensor(np.zeros(3, np.float32)))
+    model.child.bias = nn.Parameter(lib.tensor(np.full(3, zero, np.float32)))
     model.child.parent = model
 
     def attempt(fn: Any) -> Any:

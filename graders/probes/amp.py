@@ -183,7 +183,7 @@ def scale_outputs(tt: Any, init_scale: float, leaves: list[Any], nesting: list[i
 
 
 @probe
-def errors(tt: Any) -> dict[str, Any]:
+def errors(tt: Any, grad_value: float = 4.0, init_scale: float = 4.0) -> dict[str, Any]:
     """Each misuse of GradScaler, observed as exception type and message."""
     plain = plain_class(tt)
     scaler_cls = tt.amp.GradScaler
@@ -191,8 +191,8 @@ def errors(tt: Any) -> dict[str, Any]:
 
     def setup(**kwargs: Any) -> tuple[Any, Any, Any]:
         p = _param(tt, np.ones(2, np.float32))
-        p.grad = tt.tensor(np.full(2, 4.0, np.float32))
-        return scaler_cls("cpu", init_scale=4.0, **kwargs), p, plain([p], lr=0.1)
+        p.grad = tt.tensor(np.full(2, grad_value, np.float32))
+        return scaler_cls("cpu", init_scale=init_scale, **kwargs), p, plain([p], lr=0.1)
 
     out: dict[str, Any] = {}
     scaler, p, opt = setup()
@@ -212,13 +212,13 @@ def errors(tt: Any) -> dict[str, Any]:
     out["step_twice"] = raised(lambda: scaler.step(opt))
     out["steps_taken"] = opt.calls
     scaler.update()
-    p.grad = tt.tensor(np.full(2, 4.0, np.float32))
+    p.grad = tt.tensor(np.full(2, grad_value, np.float32))
     scaler.scale(loss)
     out["unscale_after_update"] = raised(lambda: scaler.unscale_(opt))
 
     scaler, p, _ = setup()
     half = _param(tt, np.ones(2, np.float16))
-    half.grad = tt.tensor(np.full(2, 4.0, np.float16))
+    half.grad = tt.tensor(np.full(2, grad_value, np.float16))
     opt = plain([p, half], lr=0.1)
     scaler.scale(loss)
     out["fp16_unscale"] = raised(lambda: scaler.unscale_(opt))
@@ -234,7 +234,8 @@ def errors(tt: Any) -> dict[str, Any]:
 
 
 @probe
-def scaler_edges(tt: Any, keys: list[str] | None = None) -> dict[str, Any]:
+def scaler_edges(tt: Any, keys: list[str] | None = None, grad_value: float = 4.0,
+                 init_scale: float = 4.0, new_scale: float = 16.0) -> dict[str, Any]:
     """step() with no gradient recorded, the found_inf flags unscale_ records, and
     update(new_scale) with tensors (a 0-d one; two elements; one that requires grad);
     ``keys``: only those of the observation (what the asking test reads)."""
@@ -242,12 +243,12 @@ def scaler_edges(tt: Any, keys: list[str] | None = None) -> dict[str, Any]:
     loss = tt.tensor(np.float32(1.0))
     p = _param(tt, np.ones(2, np.float32))
     opt = plain([p], lr=0.1)
-    scaler = tt.amp.GradScaler("cpu", init_scale=4.0)
+    scaler = tt.amp.GradScaler("cpu", init_scale=init_scale)
     scaler.scale(loss)
     out: dict[str, Any] = {"step_without_gradients": raised(lambda: scaler.step(opt)),
                            "steps_taken": opt.calls}
-    scaler = tt.amp.GradScaler("cpu", init_scale=4.0)
-    p.grad = tt.tensor(np.full(2, 4.0, np.float32))
+    scaler = tt.amp.GradScaler("cpu", init_scale=init_scale)
+    p.grad = tt.tensor(np.full(2, grad_value, np.float32))
     scaler.scale(loss)
     scaler.unscale_(opt)
     out["found_inf"] = [[str(f.data.dtype), list(f.data.shape), float(f.data)]
@@ -257,13 +258,13 @@ def scaler_edges(tt: Any, keys: list[str] | None = None) -> dict[str, Any]:
         lambda: scaler.update(tt.tensor(np.array([2.0, 3.0], np.float32))))
     out["requires_grad"] = raised(
         lambda: scaler.update(tt.tensor(np.float32(2.0), requires_grad=True)))
-    out["zero_dim"] = raised(lambda: scaler.update(tt.tensor(np.float32(16.0))))
+    out["zero_dim"] = raised(lambda: scaler.update(tt.tensor(np.float32(new_scale))))
     out["scale"] = scaler.get_scale()
     return out if keys is None else {k: out[k] for k in keys}
 
 
 @probe
-def disabled(tt: Any) -> dict[str, Any]:
+def disabled(tt: Any, grads: list[float] | None = None) -> dict[str, Any]:
     """``GradScaler(enabled=False)`` through a whole iteration whose gradients hold inf."""
     scaler = tt.amp.GradScaler("cpu", enabled=False)
     p = _param(tt, np.ones(3, np.float32))
@@ -275,7 +276,7 @@ def disabled(tt: Any) -> dict[str, Any]:
         "nested_identity": scaler.scale(nested) is nested,
         "is_enabled": scaler.is_enabled(),
     }
-    p.grad = tt.tensor(np.array([2.0, np.inf, 4.0], np.float32))
+    p.grad = tt.tensor(np.array([2.0, np.inf, 4.0] if grads is None else grads, np.float32))
     scaler.unscale_(opt)
     out["grad_after_unscale"] = grad(p)
     out["returned"] = scaler.step(opt)

@@ -45,17 +45,21 @@ def worked_example(tt: Any, x: np.ndarray) -> dict[str, Any]:
 
 @probe
 @_recorded_by_the_probes
-def backward_errors(tt: Any) -> dict[str, Any]:
+def backward_errors(tt: Any, values: Any = None) -> dict[str, Any]:
     """The errors PyTorch raises: backward twice, implicit grad of a non-scalar, backward
-    of a tensor that does not require grad; and what must work: one-element outputs."""
+    of a tensor that does not require grad; and what must work: one-element outputs.
+    ``values``: x's three values and the one-element output's input (the grader's; 1, 2,
+    3 and 0.5 by default)."""
     fns = functions(tt)
-    x = _leaf(tt, [1.0, 2.0, 3.0])
+    single = 0.5 if values is None else float(values[-1])
+    values = [1.0, 2.0, 3.0] if values is None else [float(v) for v in values[:3]]
+    x = _leaf(tt, values)
     s = apply(fns, "sum", [apply(fns, "mul", [x, x])])
     s.backward()
     twice = raised(lambda: s.backward())
     non_scalar = raised(lambda: apply(fns, "sin", [x]).backward())
-    no_grad_tensor = raised(lambda: _leaf(tt, [1.0], False).backward())
-    one_element = apply(fns, "sin", [_leaf(tt, [[0.5]])])
+    no_grad_tensor = raised(lambda: _leaf(tt, values[:1], False).backward())
+    one_element = apply(fns, "sin", [_leaf(tt, [[single]])])
     one = raised(lambda: one_element.backward())
     return {"twice": twice, "non_scalar": non_scalar, "no_grad_tensor": no_grad_tensor,
             "one_element": one}
@@ -73,9 +77,10 @@ def explicit_gradient(tt: Any, x: np.ndarray, g: np.ndarray) -> dict[str, Any]:
 
 
 # ----- grad modes --------------------------------------------------------------------
-def _records(tt: Any) -> bool:
+def _records(tt: Any, values: Any = None) -> bool:
     fns = functions(tt)
-    return apply(fns, "mul", [_leaf(tt, [1.0]), _leaf(tt, [2.0])]).grad_fn is not None
+    a, b = (1.0, 2.0) if values is None else (float(values[0]), float(values[1]))
+    return apply(fns, "mul", [_leaf(tt, [a]), _leaf(tt, [b])]).grad_fn is not None
 
 
 @probe
@@ -113,10 +118,12 @@ def _context(tt: Any, kind: str, arg: Any) -> Any:
 
 
 @probe
-def grad_mode_restored_after_exception(tt: Any) -> dict[str, Any]:
-    """Modes come back when the block raises."""
+def grad_mode_restored_after_exception(tt: Any, order: Any = None) -> dict[str, Any]:
+    """Modes come back when the block raises (the contexts in ``order``, the grader's)."""
     out = {}
-    for kind, arg in (("no_grad", None), ("set_grad_enabled", False), ("inference_mode", True)):
+    kinds = {"no_grad": None, "set_grad_enabled": False, "inference_mode": True}
+    for kind in order or list(kinds):
+        arg = kinds[kind]
         try:
             with _context(tt, kind, arg):
                 raise KeyError("boom")
@@ -128,12 +135,21 @@ def grad_mode_restored_after_exception(tt: Any) -> dict[str, Any]:
 
 @probe
 @_recorded_by_the_probes
-def grad_mode_decorators(tt: Any) -> dict[str, Any]:
-    """no_grad(), enable_grad() and set_grad_enabled(b) used as decorators."""
+def grad_mode_decorators(tt: Any, values: Any = None) -> dict[str, Any]:
+    """no_grad(), enable_grad() and set_grad_enabled(b) used as decorators; whether an op
+    on ``values`` (two numbers, the grader's) records inside the first two."""
 
     @tt.no_grad()
     def under_no_grad() -> bool:
         return bool(tt.is_grad_enabled())
+
+    @tt.no_grad()
+    def records_under_no_grad() -> bool:
+        return _records(tt, values)
+
+    @tt.enable_grad()
+    def records_under_enable_grad() -> bool:
+        return _records(tt, values)
 
     @tt.enable_grad()
     def under_enable_grad() -> bool:
@@ -157,12 +173,14 @@ def grad_mode_decorators(tt: Any) -> dict[str, Any]:
     with tt.no_grad():
         result["enable_inside_no_grad"] = under_enable_grad()
         result["after_enable"] = bool(tt.is_grad_enabled())
+        result["enable_records_inside_no_grad"] = records_under_enable_grad()
+    result["no_grad_records"] = records_under_no_grad()
     return result
 
 
 @probe
 @_recorded_by_the_probes
-def grad_mode_threads(tt: Any) -> dict[str, Any]:
+def grad_mode_threads(tt: Any, values: Any = None) -> dict[str, Any]:
     """Grad mode is per thread: no_grad in one thread leaves another recording."""
     inside = threading.Event()
     release = threading.Event()
@@ -187,7 +205,7 @@ def grad_mode_threads(tt: Any) -> dict[str, Any]:
         if failure:
             raise failure[0]
         seen["main"] = bool(tt.is_grad_enabled())
-        seen["main_records"] = _records(tt)
+        seen["main_records"] = _records(tt, values)
     finally:
         release.set()
         thread.join(5)
@@ -196,19 +214,21 @@ def grad_mode_threads(tt: Any) -> dict[str, Any]:
 
 @probe
 @_recorded_by_the_probes
-def inference_mode_tensors(tt: Any) -> dict[str, Any]:
-    """Inside inference_mode: no recording, inference tensors; outside: their limits."""
+def inference_mode_tensors(tt: Any, values: Any = None) -> dict[str, Any]:
+    """Inside inference_mode: no recording, inference tensors; outside: their limits.
+    ``values``: the tensors' five values (the grader's; 1, 2, 3, 4, 1 by default)."""
     fns = functions(tt)
-    x = _leaf(tt, [1.0, 2.0])
+    values = [1.0, 2.0, 3.0, 4.0, 1.0] if values is None else [float(v) for v in values]
+    x = _leaf(tt, values[:2])
     with tt.inference_mode():
         enabled_inside = bool(tt.is_inference_mode_enabled())
         grad_inside = bool(tt.is_grad_enabled())
-        t = tt.tensor([3.0, 4.0], dtype=tt.float64)
+        t = tt.tensor(values[2:4], dtype=tt.float64)
         y = apply(fns, "mul", [x, t])
         recorded_inside = y.grad_fn is not None
         with tt.inference_mode(False):
             nested_false = [bool(tt.is_inference_mode_enabled()), bool(tt.is_grad_enabled())]
-            normal = tt.tensor([1.0])
+            normal = tt.tensor(values[4:5])
     out = {
         "enabled_inside": enabled_inside,
         "grad_inside": grad_inside,
@@ -218,7 +238,7 @@ def inference_mode_tensors(tt: Any) -> dict[str, Any]:
         "nested_false": nested_false,
         "nested_false_tensor_is_inference": bool(normal.is_inference()),
         "enabled_after": bool(tt.is_inference_mode_enabled()),
-        "normal_is_inference": bool(_leaf(tt, [1.0]).is_inference()),
+        "normal_is_inference": bool(_leaf(tt, values[4:5]).is_inference()),
     }
     out["save_outside"] = raised(lambda: apply(fns, "mul", [x, t]))
     out["add_outside"] = raised(lambda: apply(fns, "add", [x, t]))
@@ -228,21 +248,23 @@ def inference_mode_tensors(tt: Any) -> dict[str, Any]:
 
 @probe
 @_recorded_by_the_probes
-def eval_keeps_autograd(tt: Any) -> dict[str, Any]:
-    """module.eval() changes train/eval behaviour only; no_grad stops recording."""
+def eval_keeps_autograd(tt: Any, values: Any = None) -> dict[str, Any]:
+    """module.eval() changes train/eval behaviour only; no_grad stops recording.
+    ``values``: w's two values and x's two (the grader's; 2, 3 and 1, 1 by default)."""
     fns = functions(tt)
+    values = [2.0, 3.0, 1.0, 1.0] if values is None else [float(v) for v in values]
 
     class Scale(tt.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.w = tt.nn.Parameter(tt.tensor(np.array([2.0, 3.0])))
+            self.w = tt.nn.Parameter(tt.tensor(np.array(values[:2])))
 
         def forward(self, x: Any) -> Any:
             return apply(fns, "mul", [x, self.w])
 
     model = Scale()
     model.eval()
-    x = _leaf(tt, [1.0, 1.0], requires_grad=False)
+    x = _leaf(tt, values[2:], requires_grad=False)
     y = model(x)
     with tt.no_grad():
         y_no_grad = model(x)
@@ -383,13 +405,15 @@ def hook_chain(tt: Any, x: np.ndarray, mid_steps: list[list[Any]],
 
 @probe
 @_recorded_by_the_probes
-def retain_grad_misuse(tt: Any) -> dict[str, Any]:
+def retain_grad_misuse(tt: Any, values: Any = None) -> dict[str, Any]:
     """retain_grad() where torch refuses it (no requires_grad), twice on one tensor, and
-    what retains_grad says before and after."""
+    what retains_grad says before and after. ``values``: plain's two values and x's two
+    (the grader's; 1, 2 and 0.5, -1 by default)."""
     fns = functions(tt)
-    plain = _leaf(tt, [1.0, 2.0], requires_grad=False)
+    values = [1.0, 2.0, 0.5, -1.0] if values is None else [float(v) for v in values]
+    plain = _leaf(tt, values[:2], requires_grad=False)
     computed = apply(fns, "mul", [plain, plain])  # not recorded: no input requires grad
-    x = _leaf(tt, [0.5, -1.0])
+    x = _leaf(tt, values[2:])
     mid = apply(fns, "scale", [x, 3.0])
     before = [bool(x.retains_grad), bool(mid.retains_grad)]
     leaf = raised(lambda: x.retain_grad())
@@ -445,21 +469,23 @@ def implicit_root_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
 
 @probe
 @_recorded_by_the_probes
-def gradient_shape_errors(tt: Any) -> dict[str, Any]:
+def gradient_shape_errors(tt: Any, values: Any = None) -> dict[str, Any]:
     """backward with a gradient of the wrong shape: y.backward(g) and
-    tt.autograd.backward([y], [g]) for y = sin(x) of shape (3,) and g of shape (2,)."""
+    tt.autograd.backward([y], [g]) for y = sin(x) of shape (3,) and g of shape (2,)
+    (``values``: x's three and g's two, the grader's; 0.5, 1, 1.5 and ones by default)."""
     fns = functions(tt)
-    x = _leaf(tt, [0.5, 1.0, 1.5])
-    g = tt.tensor(np.ones(2))
+    values = [0.5, 1.0, 1.5, 1.0, 1.0] if values is None else [float(v) for v in values]
+    x = _leaf(tt, values[:3])
+    g = tt.tensor(np.array(values[3:]))
     method = raised(lambda: apply(fns, "sin", [x]).backward(g))
     function = raised(lambda: tt.autograd.backward([apply(fns, "sin", [x])], [g]))
     return {"method": method, "function": function, "x_grad_is_none": grad(x) is None}
 
 
 @probe
-def grad_mode_query_types(tt: Any) -> dict[str, Any]:
+def grad_mode_query_types(tt: Any, order: Any = None) -> dict[str, Any]:
     """The type and truth of is_grad_enabled() and is_inference_mode_enabled() outside any
-    context and inside each grad-mode context manager."""
+    context and inside each grad-mode context manager (in ``order``, the grader's)."""
     contexts = {
         "none": contextlib.nullcontext, "no_grad": tt.no_grad, "enable_grad": tt.enable_grad,
         "set_grad_enabled(False)": lambda: tt.set_grad_enabled(False),
@@ -468,8 +494,8 @@ def grad_mode_query_types(tt: Any) -> dict[str, Any]:
         "inference_mode(False)": lambda: tt.inference_mode(False),
     }
     seen = {}
-    for name, make in contexts.items():
-        with make():
+    for name in order or list(contexts):
+        with contexts[name]():
             seen[name] = [[type(v).__name__, bool(v)]
                           for v in (tt.is_grad_enabled(), tt.is_inference_mode_enabled())]
     return seen
@@ -525,11 +551,13 @@ def retain_grad_without_gradient(tt: Any, x: np.ndarray) -> dict[str, Any]:
 
 
 @probe
-def detach_inference(tt: Any) -> dict[str, Any]:
+def detach_inference(tt: Any, values: Any = None) -> dict[str, Any]:
     """is_inference() of detach() of a normal tensor and of an inference tensor (marked
-    through the framework's flag, not task 1.3's inference_mode): [type, value]."""
-    plain = tt.tensor(np.ones(2))
-    inference = tt.tensor(np.ones(2))
+    through the framework's flag, not task 1.3's inference_mode): [type, value]
+    (``values``: their two values, the grader's; ones by default)."""
+    values = np.ones(2) if values is None else np.asarray(values, np.float64)
+    plain = tt.tensor(values)
+    inference = tt.tensor(values)
     inference._is_inference = True
     seen = [plain.detach().is_inference(), inference.detach().is_inference()]
     return {"plain": [type(seen[0]).__name__, bool(seen[0])],

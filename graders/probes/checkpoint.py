@@ -54,14 +54,15 @@ RANDOM_SEED = 1234
 
 
 @probe
-def random_segment(tt: Any, between: int = 0, preserve: bool = True) -> dict[str, Any]:
+def random_segment(tt: Any, between: int = 0, preserve: bool = True,
+                   seed: int = RANDOM_SEED) -> dict[str, Any]:
     """A segment that multiplies by a random mask drawn with ``tt.rand`` (like dropout),
-    run under checkpoint from ``tt.manual_seed(RANDOM_SEED)``; ``between`` numbers are
+    run under checkpoint from ``tt.manual_seed(seed)`` (the grader's); ``between`` numbers are
     drawn after the forward and before backward; ``preserve`` is passed as
     ``preserve_rng_state``. Returns every mask the segment drew (in order), x.grad, what
     was drawn in between and the next draw after backward."""
     fns = functions(tt)
-    tt.manual_seed(RANDOM_SEED)
+    tt.manual_seed(seed)
     x = tt.tensor(np.linspace(1.0, 2.0, 16), requires_grad=True)
     masks: list[np.ndarray] = []
 
@@ -78,11 +79,14 @@ def random_segment(tt: Any, between: int = 0, preserve: bool = True) -> dict[str
 
 
 @probe
-def no_grad_inputs(tt: Any) -> dict[str, Any]:
-    """checkpoint without inputs that require grad, under no_grad, with bad kwargs."""
+def no_grad_inputs(tt: Any, values: Any = None) -> dict[str, Any]:
+    """checkpoint without inputs that require grad, under no_grad, with bad kwargs
+    (``values``: w's, c's and x's two values each, the grader's; 1, 2, 3, 4, 1, 2 by
+    default)."""
     fns = functions(tt)
-    w = tt.tensor(np.array([1.0, 2.0]), requires_grad=True)
-    c = tt.tensor(np.array([3.0, 4.0]))
+    values = [1.0, 2.0, 3.0, 4.0, 1.0, 2.0] if values is None else [float(v) for v in values]
+    w = tt.tensor(np.array(values[:2]), requires_grad=True)
+    c = tt.tensor(np.array(values[2:4]))
 
     def seg(t: Any) -> Any:
         return apply(fns, "torch_mul", [t, w])
@@ -90,7 +94,7 @@ def no_grad_inputs(tt: Any) -> dict[str, Any]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         y = tt.utils.checkpoint.checkpoint(seg, c)
-    x = tt.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    x = tt.tensor(np.array(values[4:]), requires_grad=True)
     with tt.no_grad():
         z = tt.utils.checkpoint.checkpoint(seg, x)
     return {

@@ -100,10 +100,12 @@ def _run_program(tt: Any, program: dict[str, Any], weights: list[float]) -> dict
 
 
 @probe
-def version_counters(tt: Any) -> dict[str, Any]:
-    """``_version`` after in-place writes on a tensor, its views and a detached alias."""
+def version_counters(tt: Any, start: Any = None) -> dict[str, Any]:
+    """``_version`` after in-place writes on a tensor (``start``, 2 x 3 values from the
+    grader; an arange by default), its views and a detached alias."""
     fns = functions(tt)
-    x = tt.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    values = np.arange(6.0).reshape(2, 3) if start is None else np.asarray(start, np.float64)
+    x = tt.tensor(values.astype(np.float32))
     seen = {"start": int(x._version)}
     x.add_(1.0)
     seen["after_add_"] = int(x._version)
@@ -128,10 +130,10 @@ def version_counters(tt: Any) -> dict[str, Any]:
 
 
 @probe
-def returns_self(tt: Any) -> dict[str, Any]:
+def returns_self(tt: Any, x: Any = None, other: Any = None) -> dict[str, Any]:
     """In-place methods and operators return the tensor they modified (the same object)."""
-    x = tt.tensor([1.0, -2.0, 3.0])
-    other = tt.tensor([2.0, 2.0, 2.0])
+    x = tt.tensor([1.0, -2.0, 3.0] if x is None else [float(v) for v in x])
+    other = tt.tensor([2.0, 2.0, 2.0] if other is None else [float(v) for v in other])
     same = {}
     for name, call in [
         ("add_", lambda t: t.add_(other)), ("sub_", lambda t: t.sub_(1.0)),
@@ -171,10 +173,12 @@ def inplace_values(tt: Any, x: np.ndarray, other: np.ndarray, k: float) -> dict[
 
 
 @probe
-def inplace_errors(tt: Any) -> dict[str, Any]:
-    """The errors of in-place writes PyTorch refuses, and the ones it allows."""
+def inplace_errors(tt: Any, values: Any = None) -> dict[str, Any]:
+    """The errors of in-place writes PyTorch refuses, and the ones it allows (the
+    tensors hold ``values``, three numbers from the grader, by default 1, 2, 3)."""
     fns = functions(tt)
-    leaf = tt.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    values = [1.0, 2.0, 3.0] if values is None else [float(v) for v in values]
+    leaf = tt.tensor(values, requires_grad=True)
     out = {
         "leaf": raised(lambda: leaf.add_(1.0)),
         "leaf_operator": raised(lambda: leaf.__imul__(2.0)),
@@ -186,14 +190,14 @@ def inplace_errors(tt: Any) -> dict[str, Any]:
         view = apply(fns, "narrow", [leaf, 0, 2])
         out["view_of_leaf_no_grad"] = raised(lambda: view.mul_(2.0))
     out["leaf_version"] = int(leaf._version)
-    const = tt.tensor([1.0, 2.0, 3.0])
+    const = tt.tensor(values)
     with tt.no_grad():
         no_grad_view = apply(fns, "narrow", [const, 0, 2])
     out["no_grad_view_const"] = raised(lambda: no_grad_view.mul_(2.0))
     out["no_grad_view_recorded"] = raised(
         lambda: no_grad_view.mul_(apply(fns, "narrow", [leaf, 0, 2])))
     with tt.inference_mode():
-        inference = tt.tensor([1.0, 2.0])
+        inference = tt.tensor(values[:2])
         out["inference_inside"] = raised(lambda: inference.add_(1.0))
     out["inference_outside"] = raised(lambda: inference.add_(1.0))
     with tt.no_grad():
@@ -210,15 +214,17 @@ def inplace_errors(tt: Any) -> dict[str, Any]:
     out["view_of_no_grad_view"] = raised(lambda: inner.mul_(2.0))
     out["no_grad_view_versions"] = [int(nonleaf._version), int(leaf._version)]
     out["int_target"] = raised(lambda: tt.tensor([1, 2, 3]).add_(0.5))
-    out["broadcast_target"] = raised(lambda: tt.tensor([1.0, 2.0, 3.0]).add_(tt.ones(2, 3)))
+    out["broadcast_target"] = raised(lambda: tt.tensor(values).add_(tt.ones(2, 3)))
     return out
 
 
 @probe
-def saved_and_modified(tt: Any, case: str) -> dict[str, Any]:
-    """One hand-written case of a saved tensor modified before backward (see the test)."""
+def saved_and_modified(tt: Any, case: str, x: Any = None) -> dict[str, Any]:
+    """One hand-written case of a saved tensor modified before backward (see the test);
+    ``x``: the leaf's three values (by default 0.5, -1, 2)."""
     fns = functions(tt)
-    x = tt.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    x = tt.tensor(np.array([0.5, -1.0, 2.0] if x is None else x, np.float64),
+                  requires_grad=True)
     y = apply(fns, "scale", [x, 2.0])
     if case == "input_saved":  # sin saves its input
         z = apply(fns, "sin", [y])
@@ -280,10 +286,12 @@ VIEW_CASES = {
 
 
 @probe
-def view_case(tt: Any, case: str) -> dict[str, Any]:
-    """One of VIEW_CASES: out's requires_grad / is_leaf, and x.grad of sum(out * w)."""
+def view_case(tt: Any, case: str, x: Any = None) -> dict[str, Any]:
+    """One of VIEW_CASES: out's requires_grad / is_leaf, and x.grad of sum(out * w);
+    ``x``: the leaf's three values (by default 0.5, -1, 2)."""
     fns = functions(tt)
-    x = tt.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    x = tt.tensor(np.array([0.5, -1.0, 2.0] if x is None else x, np.float64),
+                  requires_grad=True)
 
     def narrow(t: Any, start: int, length: int) -> Any:
         return apply(fns, "narrow", [t, start, length])
@@ -355,16 +363,19 @@ CONST_BASE_CASES = ("copy_into_const_base", "mul_into_const_base", "setitem_into
 
 
 @probe
-def retain_and_hooks(tt: Any) -> dict[str, Any]:
-    """y = 2x; y.retain_grad(); a hook on y; y.mul_(3.); loss = sum(y * [1, 10, 100])."""
+def retain_and_hooks(tt: Any, x: Any = None, weights: Any = None) -> dict[str, Any]:
+    """y = 2x; y.retain_grad(); a hook on y; y.mul_(3.); loss = sum(y * weights) (x and
+    weights from the grader: by default [1, 2, 3] and [1, 10, 100])."""
     fns = functions(tt)
-    x = tt.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    x = tt.tensor(np.array([1.0, 2.0, 3.0] if x is None else x, np.float64),
+                  requires_grad=True)
     y = apply(fns, "scale", [x, 2.0])
     y.retain_grad()
     seen: list[np.ndarray] = []
     y.register_hook(lambda g: seen.append(array(g)))
     y.mul_(3.0)
-    weights = tt.tensor(np.array([1.0, 10.0, 100.0]))
+    weights = tt.tensor(np.array([1.0, 10.0, 100.0] if weights is None else weights,
+                                 np.float64))
     apply(fns, "sum", [apply(fns, "torch_mul", [y, weights])]).backward()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -144,17 +144,20 @@ def inplace_option(tt: Any, kind: str, x: np.ndarray) -> dict[str, Any]:
 
 
 @probe
-def kaiming_uniform_with_generator(tt: Any, shape: list[int]) -> dict[str, Any]:
-    """``kaiming_uniform_(tensor, generator=tt.Generator().manual_seed(1))`` after two
-    different global seeds; and whether the global generator was left alone (the next
-    global draw after ``tt.manual_seed(0)`` and the init equals one without the init)."""
+def kaiming_uniform_with_generator(tt: Any, shape: list[int],
+                                   seeds: list[int] = (1, 0, 5)) -> dict[str, Any]:
+    """``kaiming_uniform_(tensor, generator=tt.Generator().manual_seed(g))`` after two
+    different global seeds (``seeds``: g, then the two global ones); and whether the global
+    generator was left alone (the next global draw after ``tt.manual_seed(first)`` and the
+    init equals one without the init)."""
+    g, *globals_ = seeds
     drawn, after = [], []
-    for seed in (0, 5):
+    for seed in globals_:
         tt.manual_seed(seed)
         tensor = tt.zeros(*shape, dtype=tt.float64)
-        tt.nn.init.kaiming_uniform_(tensor, generator=tt.Generator().manual_seed(1))
+        tt.nn.init.kaiming_uniform_(tensor, generator=tt.Generator().manual_seed(g))
         drawn.append(array(tensor))
         after.append(array(tt.rand(4, dtype=tt.float64)))
-    tt.manual_seed(0)
+    tt.manual_seed(globals_[0])
     plain = array(tt.rand(4, dtype=tt.float64))
     return {"drawn": drawn, "global_untouched": bool(np.array_equal(after[0], plain))}

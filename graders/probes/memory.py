@@ -234,13 +234,15 @@ def pack_round_trip(tt: Any, kind: str, values: np.ndarray, dtype: str,
 
 
 @probe
-def disk_temp_folder(tt: Any) -> dict[str, Any]:
+def disk_temp_folder(tt: Any, x: Any = None) -> dict[str, Any]:
     """save_on_disk() without a folder: a temporary one, holding one file per saved
     tensor while the graph lives, removed once the graph and the context are gone.
-    (y = tanh(sin(x)) with Functions that call the hook pair themselves.)"""
+    (y = tanh(sin(x)) with Functions that call the hook pair themselves; x: the grader's
+    2 x 3 values, a linspace by default.)"""
     fns = functions(tt)
     _linear, sin, tanh = _explicit_functions(tt)
-    x = tt.tensor(np.linspace(-1.0, 1.0, 6).reshape(2, 3), requires_grad=True)
+    x = tt.tensor(np.linspace(-1.0, 1.0, 6).reshape(2, 3) if x is None else
+                  np.asarray(x, np.float64), requires_grad=True)
     offload = tt.autograd.graph.save_on_disk()
     folder = offload.folder
     y = tanh.apply(offload, sin.apply(offload, x))

@@ -87,15 +87,15 @@ def apply_order(tt: Any, spec: dict[str, Any]) -> list[str]:
 
 
 @probe
-def containers(tt: Any) -> dict[str, Any]:
-    return _modules.containers(lib(tt))
+def containers(tt: Any, params: Any = None) -> dict[str, Any]:
+    return _modules.containers(lib(tt), params)
 
 
 @probe
-def registration(tt: Any) -> dict[str, Any]:
-    return _modules.registration(lib(tt))
+def registration(tt: Any, fill: Any = None) -> dict[str, Any]:
+    return _modules.registration(lib(tt), fill)
 
 
 @probe
-def cycle(tt: Any) -> dict[str, Any]:
-    return _modules.cycle(lib(tt))
+def cycle(tt: Any, fill: Any = None) -> dict[str, Any]:
+    return _modules.cycle(lib(tt), fill)

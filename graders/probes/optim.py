@@ -97,14 +97,18 @@ def steps_grad_written_in_place(tt: Any, kind: str, options: dict[str, Any],
 
 
 @probe
-def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dict[str, Any]:
+def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str,
+                 param: list[float] | None = None,
+                 grads: list[float] | None = None) -> dict[str, Any]:
     """Two steps of ``tt.optim.<kind>(**options)`` on a parameter of ``dtype`` (float16,
     bfloat16 ...) with gradients of that dtype: the dtype of the parameter and of each
-    state entry afterwards."""
+    state entry afterwards. ``param`` (four values) and ``grads`` (one value per step)
+    come from the grader (a linspace and 0.5, -0.25 by default)."""
     np_dtype = getattr(tt, dtype).np
-    p = tt.nn.Parameter(tt.tensor(np.linspace(-1.0, 1.0, 4).astype(np_dtype)))
+    start = np.linspace(-1.0, 1.0, 4) if param is None else np.asarray(param, np.float64)
+    p = tt.nn.Parameter(tt.tensor(start.astype(np_dtype)))
     opt = getattr(tt.optim, kind)([p], **options)
-    for value in (0.5, -0.25):
+    for value in (0.5, -0.25) if grads is None else grads:
         p.grad = tt.tensor(np.full(4, value).astype(np_dtype))
         opt.step()
     state = opt.state.get(p, {}) if hasattr(opt.state, "get") else {}
@@ -114,11 +118,11 @@ def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str) -> dic
 
 @probe
 def state_dtypes_numpy_options(tt: Any, kind: str, options: dict[str, Any],
-                               dtype: str) -> dict[str, Any]:
+                               dtype: str, **values: Any) -> dict[str, Any]:
     """``state_dtypes`` with each float option a NumPy float64 scalar (as ``np.logspace``
     gives; unlike a Python float, it promotes the arrays it multiplies to float64)."""
     options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
-    return state_dtypes(tt, kind, options, dtype)
+    return state_dtypes(tt, kind, options, dtype, **values)
 
 
 # ----- the Optimizer base class, with a small optimizer of the probe's own -------------
@@ -204,8 +208,10 @@ def toy_resume(tt: Any, groups: list[dict[str, Any]], before: list[list[Any]],
 
 
 @probe
-def load_state_dict_errors(tt: Any) -> dict[str, Any]:
-    """Loading a state_dict with another number of groups, or another group size."""
+def load_state_dict_errors(tt: Any, sizes: list[list[int]] | None = None) -> dict[str, Any]:
+    """Loading a state_dict with another number of groups, or another group size
+    (``sizes``, the grader's: the saved groups' sizes, the one-group optimizer's, and the
+    other sizes; [1, 2], [3], [2, 1] by default)."""
     toy = toy_class(tt)
 
     def make(sizes: list[int]) -> Any:
@@ -213,34 +219,38 @@ def load_state_dict_errors(tt: Any) -> dict[str, Any]:
                               for _ in range(n)]} for n in sizes]
         return toy(groups)
 
-    saved = make([1, 2]).state_dict()
+    saved_sizes, one_group, other_sizes = sizes or ([1, 2], [3], [2, 1])
+    saved = make(saved_sizes).state_dict()
     return {
-        "groups": raised(lambda: make([3]).load_state_dict(saved)),
-        "sizes": raised(lambda: make([2, 1]).load_state_dict(saved)),
+        "groups": raised(lambda: make(one_group).load_state_dict(saved)),
+        "sizes": raised(lambda: make(other_sizes).load_state_dict(saved)),
     }
 
 
 @probe
-def load_state_dict_leaves_it(tt: Any) -> dict[str, Any]:
+def load_state_dict_leaves_it(tt: Any, values: dict[str, Any] | None = None) -> dict[str, Any]:
     """Load a state_dict (state holding Python numbers besides tensors) into a base
     Optimizer, set the loaded optimizer's lr, then load the same dict into a third: what
-    each loaded, and the dict's own groups afterwards."""
+    each loaded, and the dict's own groups afterwards. ``values`` (the grader's): count,
+    scale, buf, lr and the new lr (3, 0.5, ones, 0.1, 9.0 by default)."""
+    v = {"count": 3, "scale": 0.5, "buf": [1.0, 1.0], "lr": 0.1, "new_lr": 9.0,
+         **(values or {})}
 
     def make() -> Any:
         return tt.optim.Optimizer([tt.nn.Parameter(tt.tensor(np.zeros(2, np.float32)))
-                                   for _ in range(2)], {"lr": 0.1})
+                                   for _ in range(2)], {"lr": v["lr"]})
 
     def plain(opt: Any) -> dict[str, Any]:
         return {str(k): _value(v) for k, v in opt.state[opt.param_groups[0]["params"][0]].items()}
 
     first = make()
     state = first.state[first.param_groups[0]["params"][0]]
-    state["count"], state["scale"] = 3, 0.5
-    state["buf"] = tt.tensor(np.ones(2, np.float32))
+    state["count"], state["scale"] = v["count"], v["scale"]
+    state["buf"] = tt.tensor(np.asarray(v["buf"], np.float32))
     saved = first.state_dict()
     second = make()
     second.load_state_dict(saved)
-    second.param_groups[0]["lr"] = 9.0
+    second.param_groups[0]["lr"] = v["new_lr"]
     third = make()
     again = raised(lambda: third.load_state_dict(saved))
     return {

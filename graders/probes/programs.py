@@ -196,24 +196,28 @@ def backward_of_recorded(tt: Any, program: dict[str, Any]) -> dict[str, Any]:
 
 
 @probe
-def record_results(tt: Any) -> dict[str, Any]:
+def record_results(tt: Any, values: Any = None) -> dict[str, Any]:
     """What ``record`` returns ("True when it recorded") for a call with an input that
     requires grad under each grad mode (set through the flags), and for one whose inputs
-    do not; and ``ctx.needs_input_grad`` of a recorded call with a number argument."""
+    do not; and ``ctx.needs_input_grad`` of a recorded call with a number argument.
+    ``values``: x's two, y's two and the last call's one (the grader's; 1, 2, 3, 4, 1 by
+    default)."""
+    values = [1.0, 2.0, 3.0, 4.0, 1.0] if values is None else [float(v) for v in values]
     function_module = importlib.import_module(f"{tt.__name__}.autograd.function")
     fns = functions(tt)
     results = {}
     for mode in (None, *sorted(MODES)):
         ctx = fns.mul._backward_cls()
-        x = tt.tensor(np.array([1.0, 2.0]), requires_grad=True)
-        y = tt.tensor(np.array([3.0, 4.0]))
-        out = tt.tensor(np.array([3.0, 8.0]))
+        x = tt.tensor(np.array(values[:2]), requires_grad=True)
+        y = tt.tensor(np.array(values[2:4]))
+        out = tt.tensor(np.array(values[:2]) * np.array(values[2:4]))
         with _flags(tt, mode):
             results[mode or "default"] = function_module.record(ctx, (x, y), (out,))
     ctx = fns.mul._backward_cls()
-    plain = function_module.record(ctx, (tt.tensor(np.ones(2)), tt.tensor(np.ones(2))),
-                                   (tt.tensor(np.ones(2)),))
-    scaled = apply(fns, "scale", [tt.tensor(np.ones(2), requires_grad=True), 3.0])
+    ones = np.full(2, values[4])
+    plain = function_module.record(ctx, (tt.tensor(ones), tt.tensor(ones)),
+                                   (tt.tensor(ones * ones),))
+    scaled = apply(fns, "scale", [tt.tensor(ones, requires_grad=True), 3.0])
     needs = scaled.grad_fn.needs_input_grad if scaled.grad_fn is not None else None
     return {"results": {k: [type(v).__name__, bool(v)] for k, v in results.items()},
             "no_input_requires_grad": [type(plain).__name__, bool(plain)],

@@ -77,11 +77,12 @@ def hook_calls(tt: Any, program: dict[str, Any], inner_ops: int = 0, calls: int 
 
 
 @probe
-def inspection(tt: Any) -> dict[str, Any]:
+def inspection(tt: Any, x: Any = None) -> dict[str, Any]:
     """``grad_fn._saved_self`` / ``_saved_other`` / ``_saved_result`` of probe ops, and
     what accessing them does (through hooks, after backward, unknown names)."""
     fns = functions(tt)
-    x = tt.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    # x: the grader's 3 values ([0.5, -1.0, 2.0] by default)
+    x = tt.tensor(np.array([0.5, -1.0, 2.0] if x is None else x, np.float64), requires_grad=True)
     c = tt.tensor(np.array([3.0, 4.0, 5.0]))
     s = apply(fns, "sin", [x])
     e = apply(fns, "exp", [x])
@@ -116,22 +117,24 @@ def inspection(tt: Any) -> dict[str, Any]:
 
 
 @probe
-def bad_unpack(tt: Any) -> dict[str, Any]:
+def bad_unpack(tt: Any, x: Any = None) -> dict[str, Any]:
     """An unpack hook that returns something that is not a Tensor."""
     fns = functions(tt)
-    x = tt.tensor(np.array([0.5, -1.0]), requires_grad=True)
+    # x: the grader's 2 values ([0.5, -1.0] by default)
+    x = tt.tensor(np.array([0.5, -1.0] if x is None else x, np.float64), requires_grad=True)
     with tt.autograd.graph.saved_tensors_hooks(lambda t: 7, lambda p: p):
         y = apply(fns, "sin", [x])
     return {"backward": raised(lambda: apply(fns, "sum", [y]).backward())}
 
 
 @probe
-def hooks_per_thread(tt: Any) -> dict[str, Any]:
+def hooks_per_thread(tt: Any, x: Any = None) -> dict[str, Any]:
     """Hooks installed in another thread do not apply in this one."""
     import threading
 
     fns = functions(tt)
-    x = tt.tensor(np.array([0.5, -1.0]), requires_grad=True)
+    # x: the grader's 2 values ([0.5, -1.0] by default)
+    x = tt.tensor(np.array([0.5, -1.0] if x is None else x, np.float64), requires_grad=True)
     events: list[Any] = []
     pair = _Log(tt, "other-thread", events)
     inside, release = threading.Event(), threading.Event()

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from ..suites._seed import case_rng
+
 SHAPES = [(), (3,), (2, 3)]
 NON_FINITE = [np.inf, -np.inf, np.nan]
 
@@ -100,8 +102,10 @@ def fixed_run(config: dict[str, Any], events: list[str], two_optimizers: bool = 
     """A deterministic run, one iteration per event: "clean"; "inf", "nan" (injected in
     optimizer 0's first gradient); "inf1" (in optimizer 1's); "unscale" (clean, with
     unscale_ before step); "new_scale" (clean, then update(new_scale=1024.0)). True
-    gradients are multiplied by ``magnitude`` (small ones keep a huge scale finite)."""
-    rng = np.random.default_rng(seed)
+    gradients are multiplied by ``magnitude`` (small ones keep a huge scale finite). The
+    values come from the grading seed (``seed`` at grading seed 0)."""
+    rng = case_rng(seed, "amp fixed_run", sorted(config.items()), events, two_optimizers,
+                   magnitude)
     owners = [0, 0, 1] if two_optimizers else [0, 0]
     shapes = [(3,), (2, 3), (2,)][: len(owners)]
     params = [_grad(rng, s, "float32") for s in shapes]

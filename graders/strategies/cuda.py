@@ -18,12 +18,17 @@ class Values:
     """Structure from Hypothesis (``data``), values from ``np.random.default_rng(seed)``.
 
     Without ``data`` (a hand-picked case) every choice takes its first option and sizes
-    their lower bound, so a hand-picked case states its sizes itself."""
+    their lower bound, so a hand-picked case states its sizes itself; its values come
+    from the grading seed (``seed`` itself at grading seed 0)."""
 
     def __init__(self, data: st.DataObject | None, seed: int | None = None) -> None:
+        from ..suites._seed import case_seed
+
         self._data = data
         if seed is None:
             seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+        elif data is None:
+            seed = case_seed(seed, "cuda hand-picked values")
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.lines = [f"rng = np.random.default_rng({seed})"]

@@ -13,7 +13,21 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from ..suites._seed import case_rng
+
 SHAPES = [(), (3,), (2, 3)]
+
+
+def state_dtype_inputs(*key: Any) -> dict[str, list[float]]:
+    """The parameter's four values and the two gradients' values of ``optim.state_dtypes``
+    (a linspace and 0.5, -0.25 at grading seed 0), drawn from the grading seed."""
+    from ..suites._seed import grading_seed
+
+    if grading_seed() == 0:
+        return {"param": [float(v) for v in np.linspace(-1.0, 1.0, 4)], "grads": [0.5, -0.25]}
+    rng = case_rng(0, "optim state_dtypes", *key)
+    return {"param": [float(v) for v in rng.uniform(-1, 1, 4).round(3)],
+            "grads": [float(v) for v in rng.uniform(-1, 1, 2).round(3)]}
 
 
 def _array(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
@@ -82,8 +96,9 @@ def runs(draw: Any, kind: str, max_steps: int = 6) -> dict[str, Any]:
 
 
 def fixed_run(kind: str, options: dict[str, Any], steps: int = 5, seed: int = 0) -> dict[str, Any]:
-    """A deterministic run with two parameters; the second has no gradient at step 2."""
-    rng = np.random.default_rng(seed)
+    """A run with two parameters, its values drawn from the grading seed (``seed`` at
+    grading seed 0); the second parameter has no gradient at step 2."""
+    rng = case_rng(seed, "optim fixed_run", kind, sorted(options.items()), steps)
     shapes = [(3,), (2, 3)]
     grads = [[_array(rng, s, 1.0) for s in shapes] for _ in range(steps)]
     grads[min(2, steps - 1)][1] = None

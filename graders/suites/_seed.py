@@ -46,3 +46,36 @@ def case_rng(legacy: int, *key: object) -> np.random.Generator:
     0, else a stream that depends on the grading seed (and on ``legacy`` and ``key``, so
     two cases never share one)."""
     return np.random.default_rng(case_seed(legacy, *key))
+
+
+def seeded_values(values: object, *key: object, low: float = -2.0, high: float = 2.0) -> object:
+    """Values of the same shape as ``values`` drawn from the grading seed (``values``
+    themselves at seed 0): multiples of 1/64 in [low, high], never 0 (a fixed case keeps
+    its shapes and program, not its numbers)."""
+    if _SEED == 0:
+        return values
+    array = np.asarray(values, dtype=np.float64)
+    rng = case_rng(0, "seeded values", *key)
+    drawn = np.round(rng.uniform(low, high, array.shape) * 64) / 64
+    drawn = np.where(drawn == 0, 1 / 64, drawn)
+    return drawn if isinstance(values, np.ndarray) else drawn.tolist()
+
+
+def seeded_program(program: dict, *key: object) -> dict:
+    """A fixed program (``{"leaves": [[values, requires_grad], ...], "ops": ...}``) with
+    its leaves' values drawn from the grading seed: the same ops, shapes and flags; the
+    program itself at seed 0."""
+    if _SEED == 0:
+        return program
+    leaves = [[seeded_values(values, *key, k), *rest]
+              for k, (values, *rest) in enumerate(program["leaves"])]
+    return {**program, "leaves": leaves}
+
+
+def reseeded(value: object, fixed: list, *key: object) -> object:
+    """``value`` drawn again from the grading seed when it is one of the ``fixed``
+    programs (an explicit example: Hypothesis passes that very object), else as it is."""
+    for k, program in enumerate(fixed):
+        if value is program:
+            return seeded_program(program, *key, k)
+    return value

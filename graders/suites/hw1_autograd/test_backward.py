@@ -27,6 +27,7 @@ from graders.strategies.programs import (
     programs,
     reproducer,
 )
+from graders.suites._seed import reseeded, seeded_program, seeded_values
 from graders.suites._support import examples, literal, task
 
 small_vectors = arrays(np.float64, st.integers(1, 5), elements=st.floats(-1.5, 1.5))
@@ -125,6 +126,7 @@ def test_random_graphs(submission, program):
     """Leaf gradients match torch on random graphs with branches, reused values, two-output
     and integer-output Functions, and nodes that receive no gradient (below a backward
     that returns None)."""
+    program = reseeded(program, KEY_PROGRAMS, "1.2 test_random_graphs")
     got = _observe(submission, program)
     _check_grads(got, oracle.leaf_grads(program), program)
 
@@ -138,6 +140,7 @@ def test_each_node_runs_once_after_its_consumers(submission, program):
     that feed it a gradient; nodes backward cannot reach never run. (A node reached only
     below a backward that returned None may run, with zeros, as a torch Function does,
     or be skipped; either way the nodes below it must still get their gradients.)"""
+    program = reseeded(program, KEY_PROGRAMS, "1.2 test_each_node_runs_once_after_its_consumers")
     got = _observe(submission, program)
     live, dead = backward_reach(program)
     first = layout(program)
@@ -178,6 +181,7 @@ def test_each_node_runs_once_after_its_consumers(submission, program):
 def test_leaf_grads_accumulate_across_calls(submission, program, calls):
     """Calling backward again (on a new forward) adds into .grad instead of replacing it,
     and into an array of the leaf's own (not one the engine handed to another leaf)."""
+    program = reseeded(program, KEY_PROGRAMS, "1.2 test_leaf_grads_accumulate_across_calls")
     got = _observe(submission, program, calls=calls, rebuild=True)
     _check_grads(got, oracle.leaf_grads(program, calls), program, calls)
 
@@ -188,6 +192,7 @@ def test_leaf_grads_accumulate_across_calls(submission, program, calls):
 @_key_programs()
 def test_retain_graph_allows_a_second_backward(submission, program):
     """backward(retain_graph=True) keeps saved tensors: a second pass doubles the grads."""
+    program = reseeded(program, KEY_PROGRAMS, "1.2 test_retain_graph_allows_a_second_backward")
     got = _observe(submission, program, calls=2, retain_graph=True)
     expected = [None if g is None else 2 * g for g in oracle.leaf_grads(program)]
     _check_grads(got, expected, program, 2, retain_graph=True)
@@ -196,8 +201,8 @@ def test_retain_graph_allows_a_second_backward(submission, program):
 @task("1.2")
 def test_non_leaf_grad_stays_none(submission):
     """Only leaves get .grad: intermediate values keep .grad None (without retain_grad)."""
-    program = {"leaves": [[np.array([0.5, -1.0]), True]],
-               "ops": [["sin", 0], ["mul", 1, 0], ["sum", 2]]}
+    program = seeded_program({"leaves": [[np.array([0.5, -1.0]), True]],
+                              "ops": [["sin", 0], ["mul", 1, 0], ["sum", 2]]}, "1.2 non-leaf")
     got = _observe(submission, program)
     assert_equal(got["non_leaf_has_grad"], [False, False, False],
                  what="which non-leaf values have a .grad")
@@ -210,7 +215,8 @@ _RAISED = {"type": None, "message": ""}
 @task("1.2")
 def test_backward_errors_match_torch(submission):
     """PyTorch's errors: backward twice, non-scalar implicit grad, no grad to compute."""
-    got = submission.call("autograd.backward_errors")
+    got = submission.call("autograd.backward_errors",
+                          seeded_values([1.0, 2.0, 3.0, 0.5], "1.2 errors"))
     assert_conforms(got, {k: _RAISED for k in ("twice", "non_scalar", "no_grad_tensor",
                                                "one_element")}, what="the observation")
     assert_raises_like(got["twice"], "RuntimeError", what="a second backward without retain_graph",
@@ -373,7 +379,8 @@ def test_gradient_of_the_wrong_shape_is_refused(submission):
     """A gradient whose shape is not the output's is PyTorch's RuntimeError ("Mismatch in
     shape: grad_output[0] has a shape of ... and output[0] has a shape of ..."), from
     y.backward(g) and from tt.autograd.backward, before anything is accumulated."""
-    got = submission.call("autograd.gradient_shape_errors")
+    got = submission.call("autograd.gradient_shape_errors",
+                          seeded_values([0.5, 1.0, 1.5, 1.0, 1.0], "1.2 shape errors"))
     assert_conforms(got, {"method": _RAISED, "function": _RAISED, "x_grad_is_none": True},
                     what="the observation")
     for key, call in (("method", "y.backward(g)"), ("function", "tt.autograd.backward([y], [g])")):

@@ -16,6 +16,7 @@ from graders.checks import (
 from graders.oracle.grad_modes import run_script
 from graders.strategies.grad_modes import KEY_SCRIPTS, describe, scripts
 from graders.strategies.programs import functions_source
+from graders.suites._seed import case_rng, grading_seed, seeded_values
 from graders.suites._support import examples, task
 
 CHECK_HELP = ("where check() prints tt.is_grad_enabled() and whether an op on inputs "
@@ -60,7 +61,10 @@ def test_nested_modes_match_torch(submission, script):
 @task("1.3")
 def test_modes_restored_when_block_raises(submission):
     """Leaving a block by an exception restores the previous mode."""
-    got = submission.call("autograd.grad_mode_restored_after_exception")
+    order = ["no_grad", "set_grad_enabled", "inference_mode"]
+    if grading_seed():
+        order = [order[i] for i in case_rng(0, "1.3 restored order").permutation(3)]
+    got = submission.call("autograd.grad_mode_restored_after_exception", order)
     expected = {"no_grad": [True, False], "set_grad_enabled": [True, False],
                 "inference_mode": [True, False]}
     assert_conforms(got, expected, what="the observation")
@@ -99,6 +103,12 @@ DECORATOR_CHECKS = {
                                        "(only calling the function may)"),
     "set_false_twice": (False, "tt.is_grad_enabled() inside the second call of a function "
                                "decorated with @tt.set_grad_enabled(False)"),
+    "no_grad_records": (False, "whether an op on a tensor that requires grad records inside a "
+                               "function decorated with @tt.no_grad()"),
+    "enable_records_inside_no_grad": (True, "whether an op on a tensor that requires grad "
+                                            "records inside a function decorated with "
+                                            "@tt.enable_grad(), called inside `with "
+                                            "tt.no_grad()`"),
     "enable_inside_no_grad": (True, "tt.is_grad_enabled() inside a function decorated with "
                                     "@tt.enable_grad(), called inside `with tt.no_grad()`"),
     "after_enable": (False, "tt.is_grad_enabled() after calling a function decorated with "
@@ -110,7 +120,8 @@ DECORATOR_CHECKS = {
 def test_decorators(submission):
     """no_grad(), enable_grad(), set_grad_enabled(False) work as function decorators."""
     with running_example(None, DECORATOR_CODE):
-        got = submission.call("autograd.grad_mode_decorators")
+        got = submission.call("autograd.grad_mode_decorators",
+                              seeded_values([1.0, 2.0], "1.3 decorators"))
     expected = {key: value for key, (value, _) in DECORATOR_CHECKS.items()}
     assert_conforms(got, expected, what="the observation")
     for key, (value, what) in DECORATOR_CHECKS.items():
@@ -120,7 +131,7 @@ def test_decorators(submission):
 @task("1.3")
 def test_grad_mode_is_per_thread(submission):
     """no_grad in another thread does not switch off recording in this one."""
-    got = submission.call("autograd.grad_mode_threads")
+    got = submission.call("autograd.grad_mode_threads", seeded_values([1.0, 2.0], "1.3 threads"))
     assert_conforms(got, {"other": True, "main": True, "main_records": True},
                     what="the observation")
     assert_equal(got, {"other": False, "main": True, "main_records": True},
@@ -146,7 +157,8 @@ INFERENCE_CHECKS = {
 @task("1.3")
 def test_inference_mode_and_inference_tensors(submission):
     """Tensors made in inference_mode are inference tensors with PyTorch's restrictions."""
-    got = submission.call("autograd.inference_mode_tensors")
+    got = submission.call("autograd.inference_mode_tensors",
+                          seeded_values([1.0, 2.0, 3.0, 4.0, 1.0], "1.3 inference"))
     expected = {
         "enabled_inside": True, "grad_inside": False, "recorded_inside": False,
         "is_inference": True, "output_is_inference": True, "nested_false": [False, True],
@@ -171,7 +183,8 @@ def test_inference_mode_and_inference_tensors(submission):
 @task("1.3")
 def test_eval_does_not_disable_autograd(submission):
     """module.eval() only switches layer behaviour; no_grad is what stops recording."""
-    got = submission.call("autograd.eval_keeps_autograd")
+    got = submission.call("autograd.eval_keeps_autograd",
+                          seeded_values([2.0, 3.0, 1.0, 1.0], "1.3 eval"))
     assert_conforms(got, {"training": True, "eval_records": True, "eval_requires_grad": True,
                           "no_grad_records": True}, what="the observation")
     assert_equal(got, {"training": False, "eval_records": True, "eval_requires_grad": True,
@@ -182,7 +195,6 @@ def test_eval_does_not_disable_autograd(submission):
 def test_mode_queries_return_bools(submission):
     """is_grad_enabled() and is_inference_mode_enabled() return a bool (as torch's) outside
     any context and inside each grad-mode context manager."""
-    got = submission.call("autograd.grad_mode_query_types")
     contexts = {
         "none": contextlib.nullcontext, "no_grad": torch.no_grad,
         "enable_grad": torch.enable_grad,
@@ -191,6 +203,10 @@ def test_mode_queries_return_bools(submission):
         "inference_mode()": torch.inference_mode,
         "inference_mode(False)": lambda: torch.inference_mode(False),
     }
+    order = list(contexts)
+    if grading_seed():
+        order = [order[i] for i in case_rng(0, "1.3 query order").permutation(len(order))]
+    got = submission.call("autograd.grad_mode_query_types", order)
     expected = {}
     for name, make in contexts.items():
         with make():

@@ -25,6 +25,7 @@ from graders.strategies.programs import (
     reproducer,
     value_label,
 )
+from graders.suites._seed import reseeded, seeded_program, seeded_values
 from graders.suites._support import examples, task
 
 # fixed programs every grading runs: both outputs of a two-output Function consumed,
@@ -55,6 +56,11 @@ def _compare_attributes(got, expected, program, mode=None):
                          reproducer=reproducer(program, backward=False, mode=mode))
 
 
+# the grade-mode example: its values drawn from the grading seed when it runs
+MODE_EXAMPLE = {"leaves": [[np.array([0.5, -1.0]), True]],
+                "ops": [["sin", 0], ["mul", 1, 0], ["add", 2, 1], ["sum", 3]]}
+
+
 def _with_key_programs(test):
     for program in reversed(KEY_PROGRAMS):
         test = example(program=program)(test)
@@ -68,6 +74,7 @@ def _with_key_programs(test):
 def test_requires_grad_propagation(submission, program):
     """requires_grad, is_leaf and grad_fn of every value match torch on random graphs;
     integer outputs (indices, masks) never require grad nor get a grad_fn."""
+    program = reseeded(program, KEY_PROGRAMS, "1.1 test_requires_grad_propagation")
     got = _observed_graph(submission, program)
     _compare_attributes(got, oracle.graph(program), program)
 
@@ -80,6 +87,7 @@ def test_next_functions_point_at_producers(submission, program):
     """grad_fn.next_functions lead to each input's grad_fn and output number (which output
     of a two-output Function it was), or its leaf's AccumulateGrad; the outputs of one
     call share one grad_fn."""
+    program = reseeded(program, KEY_PROGRAMS, "1.1 test_next_functions_point_at_producers")
     got = _observed_graph(submission, program)
     needs = needs_grad(program)
     n_leaves = len(program["leaves"])
@@ -119,8 +127,9 @@ def test_next_functions_point_at_producers(submission, program):
 @task("1.1")
 def test_nothing_recorded_without_requires_grad(submission):
     """An op whose inputs do not require grad records nothing: no grad_fn, still a leaf."""
-    program = {"leaves": [[[1.0, 2.0], False], [[3.0, 4.0], False]],
-               "ops": [["mul", 0, 1], ["sin", 2], ["add", 3, 0]]}
+    program = seeded_program({"leaves": [[[1.0, 2.0], False], [[3.0, 4.0], False]],
+                              "ops": [["mul", 0, 1], ["sin", 2], ["add", 3, 0]]},
+                             "1.1 nothing recorded")
     got = _observed_graph(submission, program)
     for i, v in enumerate(got):
         assert_equal([v["requires_grad"], v["is_leaf"], v["has_grad_fn"]], [False, True, False],
@@ -131,9 +140,7 @@ def test_nothing_recorded_without_requires_grad(submission):
 @task("1.1")
 @settings(max_examples=examples(12))
 @given(program=programs(max_ops=5), mode=st.sampled_from(sorted(MODES)))
-@example(program={"leaves": [[np.array([0.5, -1.0]), True]],
-                  "ops": [["sin", 0], ["mul", 1, 0], ["add", 2, 1], ["sum", 3]]},
-         mode="inference_mode+enable_grad")
+@example(program=MODE_EXAMPLE, mode="inference_mode+enable_grad")
 def test_recording_follows_grad_mode(submission, program, mode):
     """Nothing is recorded with grad mode off, nor in inference mode even with grad mode
     switched back on inside it (torch's operators under inference_mode + enable_grad
@@ -143,6 +150,7 @@ def test_recording_follows_grad_mode(submission, program, mode):
     The programs use only ops torch has operators for: a torch.autograd.Function applied
     under inference_mode + enable_grad does record (an inference tensor with a grad_fn
     that backward then refuses), a quirk tinytrain does not copy."""
+    program = reseeded(program, [MODE_EXAMPLE], "1.1 grad mode")
     got = _observed_graph(submission, program, mode)
     _compare_attributes(got, oracle.graph(program, mode), program, mode)
 
@@ -155,6 +163,7 @@ def test_recorded_graph_carries_gradients(submission, program):
     """The graph the submission records (next_functions, output numbers, the input and
     output metadata the engine reads) carries torch's gradients to the leaves when the
     probes' own copy of the 1.2 engine runs backward on it."""
+    program = reseeded(program, KEY_PROGRAMS, "1.1 test_recorded_graph_carries_gradients")
     got = submission.call("programs.backward_of_recorded", program)
     n_leaves = len(program["leaves"])
     assert_conforms(got, {"grads": [None] * n_leaves}, what="the observation")
@@ -173,7 +182,8 @@ def test_record_result_and_needs_input_grad(submission):
     """record returns True exactly when it recorded (grad mode on, not inference mode, an
     input that requires grad): Function.apply packs saved tensors only then; and
     ctx.needs_input_grad is a bool per argument, False for a number (as torch's)."""
-    got = submission.call("programs.record_results")
+    got = submission.call("programs.record_results",
+                          seeded_values([1.0, 2.0, 3.0, 4.0, 1.0], "1.1 record results"))
     modes = ["default", *sorted(MODES)]
     assert_conforms(got, {"results": {m: ["", True] for m in modes},
                           "no_input_requires_grad": ["", True], "needs_input_grad": [True, True]},

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_conforms, assert_equal, assert_raises_like
+from graders.suites._seed import seeded_values
 from graders.suites._support import examples, literal, task
 
 vectors = arrays(np.float64, st.integers(1, 4), elements=st.floats(-1.5, 1.5))
@@ -150,17 +151,22 @@ def _describe_steps(steps, name):
     return "; ".join(parts) or f"(nothing on {name})"
 
 
+CHAIN_EXAMPLE = np.array([0.5, -1.0])
+
+
 @task("1.4")
 @settings(max_examples=examples(12))
 @given(x=vectors,
        mid_steps=st.lists(st.one_of(_STEP, st.just(["retain"])), min_size=1, max_size=4),
        leaf_steps=st.lists(st.one_of(_STEP, st.just(["retain"])), max_size=3))
-@example(x=np.array([0.5, -1.0]), mid_steps=[["retain"], ["mul", 10.0], ["add", 1.0]],
+@example(x=CHAIN_EXAMPLE, mid_steps=[["retain"], ["mul", 10.0], ["add", 1.0]],
          leaf_steps=[["add", 1.0], ["mul", 10.0], ["retain"]])
 def test_several_hooks_and_retain_grad(submission, x, mid_steps, leaf_steps):
     """Hooks on one tensor run in the order they were registered, each on the previous
     one's result; retain_grad keeps the gradient after all of the tensor's hooks, whether
     it was called before or after registering them; on a leaf it is a no-op."""
+    if x is CHAIN_EXAMPLE:  # the explicit example: its x drawn from the grading seed
+        x = seeded_values(CHAIN_EXAMPLE, "1.4 hook chain")
     got = submission.call("autograd.hook_chain", x, mid_steps, leaf_steps)
     expected = _torch_hook_chain(x, mid_steps, leaf_steps)
     assert_conforms(got, {"seen": [["", 0, None]] * len(expected["seen"]), "mid_grad": None,
@@ -185,7 +191,8 @@ def test_several_hooks_and_retain_grad(submission, x, mid_steps, leaf_steps):
 def test_retain_grad_misuse(submission):
     """retain_grad() on a tensor that does not require grad raises torch's RuntimeError;
     on a leaf it does nothing; twice on one tensor is once; retains_grad says so."""
-    got = submission.call("autograd.retain_grad_misuse")
+    got = submission.call("autograd.retain_grad_misuse",
+                          seeded_values([1.0, 2.0, 0.5, -1.0], "1.4 misuse"))
     assert_conforms(got, {"plain": _RAISED, "computed": _RAISED, "leaf": _RAISED,
                           "before": [True, True], "after": [True, True],
                           "after_backward": [True, True], "mid_grad": None},
@@ -307,7 +314,7 @@ def test_retain_grad_with_nothing_to_keep(submission, x):
 def test_detach_keeps_inference(submission):
     """detach() of an inference tensor is an inference tensor, of a normal one not
     (is_inference() a bool, as torch's)."""
-    got = submission.call("autograd.detach_inference")
+    got = submission.call("autograd.detach_inference", seeded_values([1.0, 1.0], "1.4 detach"))
     assert_conforms(got, {"plain": ["", True], "inference": ["", True]}, what="the observation")
     plain = torch.ones(2)
     with torch.inference_mode():

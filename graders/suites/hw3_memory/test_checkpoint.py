@@ -15,6 +15,7 @@ from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.structure import RAISED, Kind, Shaped, conform
 from graders.oracle import memory as oracle
 from graders.probes.checkpoint import RANDOM_SEED
+from graders.suites._seed import case_seed, seeded_values
 from graders.suites._support import examples, task
 
 MODEL = "blocks h -> tanh(sin(h @ W1 + b1) @ W2 + b2), each block under checkpoint"
@@ -109,11 +110,11 @@ def test_checkpoint_backward_under_no_grad(submission, x, k):
     _check_segment(submission.call("checkpoint.segment", x, k, True), x, k, True)
 
 
-def _stream(n):
+def _stream(n, seed=RANDOM_SEED):
     """The first ``n`` numbers tt.rand(..., dtype=tt.float64) draws after
-    tt.manual_seed(RANDOM_SEED): tinytrain's global generator is NumPy's PCG64 (given
-    code, tinytrain/random.py)."""
-    return np.random.default_rng(RANDOM_SEED).random(n)
+    tt.manual_seed(seed): tinytrain's global generator is NumPy's PCG64 (given code,
+    tinytrain/random.py)."""
+    return np.random.default_rng(seed).random(n)
 
 
 STREAM = "torch's rule on tinytrain's generator (NumPy's PCG64 stream)"
@@ -135,13 +136,14 @@ def test_checkpoint_replays_random_numbers(submission, between, preserve):
     continues as if there had been no recomputation, also when numbers were drawn between
     forward and backward; with preserve_rng_state=False the recomputation draws new
     numbers (x.grad follows its mask) and the generator moves on past them, as torch's."""
-    got = submission.call("checkpoint.random_segment", between, preserve)
+    seed = case_seed(RANDOM_SEED, "3.4 random segment", between, preserve) % 2**31
+    got = submission.call("checkpoint.random_segment", between, preserve, seed)
     starts, grad_at, next_at = RANDOM_CASES[(between, preserve)]
-    stream = _stream(next_at + 3)
+    stream = _stream(next_at + 3, seed)
     masks = [(stream[k:k + 16] > 0.5).astype(np.float64) for k in starts]
     conform(got, {"masks": masks, "grad": Shaped((16,)), "between": Shaped((between,)),
                   "next_draw": Shaped((3,))}, what="checkpoint.random_segment")
-    case = (f"tt.manual_seed({RANDOM_SEED}); def seg(a): return a * (tt.rand(16) > .5); "
+    case = (f"tt.manual_seed({seed}); def seg(a): return a * (tt.rand(16) > .5); "
             f"y = checkpoint(seg, x, preserve_rng_state={preserve})"
             + (f"; tt.rand({between})" if between else "") + "; y.sum().backward(); tt.rand(3)")
     for k, (g, e) in enumerate(zip(got["masks"], masks, strict=True)):
@@ -165,7 +167,8 @@ def test_checkpoint_replays_random_numbers(submission, between, preserve):
 def test_checkpoint_without_inputs_requiring_grad(submission):
     """As torch (reentrant): when no input requires grad the output does not either, and a
     warning says so; under no_grad the segment just runs."""
-    got = submission.call("checkpoint.no_grad_inputs")
+    got = submission.call("checkpoint.no_grad_inputs",
+                          seeded_values([1.0, 2.0, 3.0, 4.0, 1.0, 2.0], "3.4 no grad inputs"))
     conform(got, {"requires_grad": Kind(bool), "warned": Kind(bool),
                   "no_grad_requires_grad": Kind(bool), "kwargs": RAISED},
             what="checkpoint.no_grad_inputs")

@@ -22,6 +22,7 @@ from graders.oracle import inplace as oracle
 from graders.probes.inplace import CONST_BASE_CASES, VIEW_CASES
 from graders.strategies.inplace import fold_weights, inplace_programs, reproducer
 from graders.strategies.programs import functions_source
+from graders.suites._seed import seeded_values
 from graders.suites._support import examples, literal, task
 
 VERSION_HINT = "is at version"
@@ -141,8 +142,9 @@ def test_backward_after_writes_through_views(submission, program):
 def test_version_counter_values(submission):
     """_version counts in-place writes; views share their base's counter; a detached
     tensor shares it too; setitem is one write."""
-    got = submission.call("inplace.version_counters")
-    x = torch.arange(6.0).reshape(2, 3)
+    start = seeded_values(np.arange(6.0).reshape(2, 3), "3.1 versions", low=-8.0, high=8.0)
+    got = submission.call("inplace.version_counters", start)
+    x = torch.tensor(np.asarray(start, np.float32))
     expected = {"start": x._version}
     x.add_(1.0)
     expected["after_add_"] = x._version
@@ -199,15 +201,17 @@ print("x after the writes:", x)"""
 def test_inplace_ops_return_the_same_tensor(submission):
     """add_, mul_, ..., and +=, -=, *=, /= return the tensor they modified (the same
     object) and bump its version once per write."""
-    got = submission.call("inplace.returns_self")
+    values = seeded_values([1.0, -2.0, 3.0], "3.1 returns self")
+    others = seeded_values([2.0, 2.0, 2.0], "3.1 returns self other", low=0.5, high=3.0)
+    got = submission.call("inplace.returns_self", values, others)
     names = ["add_", "sub_", "mul_", "div_", "clamp_", "relu_", "fill_", "copy_", "zero_",
              "operators"]
     conform(got, {"same": dict.fromkeys(names, True), "values": np.zeros(3),
                   "version": Kind(int)}, what="inplace.returns_self")
     for name in names:
         assert_equal(got["same"][name], True, what=f"{name} returns the tensor it modified")
-    x = torch.tensor([1.0, -2.0, 3.0])
-    other = torch.tensor([2.0, 2.0, 2.0])
+    x = torch.tensor(values, dtype=torch.float32)
+    other = torch.tensor(others, dtype=torch.float32)
     x.add_(other).sub_(1.0).mul_(other).div_(2.0).clamp_(-1.0, 1.0).relu_()
     x.fill_(0.5).copy_(other).zero_()
     x += other
@@ -252,7 +256,7 @@ def test_inplace_errors_match_torch(submission):
     (with grad mode on), into a view made under no_grad (or a view of one) when the write
     would be recorded or its base requires grad, and into an inference tensor outside
     inference_mode."""
-    got = submission.call("inplace.inplace_errors")
+    got = submission.call("inplace.inplace_errors", seeded_values([1.0, 2.0, 3.0], "3.1 errors"))
     leaf = "a leaf Variable that requires grad is being used in an in-place operation."
     view = "a view of a leaf Variable that requires grad is being used in an in-place operation."
     no_grad_view = "A view was created in no_grad mode and is being modified inplace"
@@ -307,8 +311,14 @@ SAVED_CASES = {
 }
 
 
-def _torch_saved_case(case):
-    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+def _leaf_values(*key):
+    """The leaf x of the hand-written cases: [0.5, -1, 2] at grading seed 0, else three
+    values drawn from the seed."""
+    return seeded_values([0.5, -1.0, 2.0], "3.1 leaf", *key)
+
+
+def _torch_saved_case(case, values):
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     if case == "leaf_no_grad":
         z = x.sin()
         with torch.no_grad():
@@ -340,12 +350,14 @@ def test_saved_tensor_version_check(submission):
     shape, the output of which node), exactly when a tensor saved for backward was written
     after it was saved (through itself, a view or its base)."""
     for case in [*SAVED_CASES, "leaf_no_grad", "retain_then_modify", "no_grad_view_modified"]:
-        got = submission.call("inplace.saved_and_modified", case)
-        error, grad = _torch_saved_case(case)
+        values = _leaf_values("saved", case)
+        got = submission.call("inplace.saved_and_modified", case, x=values)
+        error, grad = _torch_saved_case(case, values)
         conform(got, {"error": RAISED, "grad": Kind(None, np.ndarray)},
                 what=f"inplace.saved_and_modified({case!r})")
         code = SAVED_CASES[case][0] if case in SAVED_CASES else case.replace("_", " ")
-        what = f"backward after: x = tt.tensor([.5, -1., 2.], requires_grad=True); y = x * 2.; {code}"
+        what = (f"backward after: x = tt.tensor({values}, requires_grad=True); y = x * 2.; "
+                f"{code}")
         if error["type"] is None:
             assert_raises_like(got["error"], None, what=what)
             assert_close(got["grad"], grad, what=f"x.grad ({code})")
@@ -375,8 +387,8 @@ def _described_as(message, case):
     return re.sub(r"(, which is output \d+ of ).*,$", r"\1", described)
 
 
-def _torch_view_case(case):
-    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+def _torch_view_case(case, values):
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     before = others = None
     if case == "base_write_seen_by_view":
         y = x * 2.0
@@ -439,13 +451,14 @@ def test_writes_reach_every_view(submission):
     gives the base a history (requires_grad, not a leaf) and the gradient reaches the
     value; a write under no_grad through a view made under no_grad is not recorded."""
     for case, code in VIEW_CASES.items():
-        got = submission.call("inplace.view_case", case)
-        expected = _torch_view_case(case)
+        values = _leaf_values("view", case)
+        got = submission.call("inplace.view_case", case, x=values)
+        expected = _torch_view_case(case, values)
         template = {"flags": [Kind(bool), Kind(bool)], "grad": Kind(None, np.ndarray),
                     "out": expected["out"], "version": Kind(int), "backward_error": RAISED}
         template.update((k, expected[k]) for k in ("before", "others") if expected[k] is not None)
         conform(got, template, what=f"inplace.view_case({case!r})")
-        what = f"x = tt.tensor([.5, -1., 2.], requires_grad=True); {code}"
+        what = f"x = tt.tensor({values}, requires_grad=True); {code}"
         if expected["before"] is not None:
             first = "[out.requires_grad, out.is_leaf] before c.add_(x)" \
                 if case == "const_base_gets_history" else \
@@ -472,16 +485,18 @@ def test_writes_reach_every_view(submission):
 def test_retain_grad_and_hooks_across_a_write(submission):
     """After y.mul_(3.), y.retain_grad() still holds (y.grad is the gradient of the new
     value) while a hook registered before the write sees the gradient of the old one."""
-    got = submission.call("inplace.retain_and_hooks")
-    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    values = seeded_values([1.0, 2.0, 3.0], "3.1 retain and hooks")
+    weights = seeded_values([1.0, 10.0, 100.0], "3.1 retain and hooks weights", high=100.0)
+    got = submission.call("inplace.retain_and_hooks", x=values, weights=weights)
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     y = x * 2.0
     y.retain_grad()
     seen = []
     y.register_hook(lambda g: seen.append(g.numpy().copy()))
     y.mul_(3.0)
-    (y * torch.tensor([1.0, 10.0, 100.0], dtype=torch.float64)).sum().backward()
-    case = ("y = x * 2.; y.retain_grad(); y.register_hook(h); y.mul_(3.); "
-            "(y * tt.tensor([1., 10., 100.])).sum().backward()")
+    (y * torch.tensor(weights, dtype=torch.float64)).sum().backward()
+    case = (f"x = tt.tensor({values}, requires_grad=True); y = x * 2.; y.retain_grad(); "
+            f"y.register_hook(h); y.mul_(3.); (y * tt.tensor({weights})).sum().backward()")
     conform(got, {"retains": Kind(bool), "grad": Kind(None, np.ndarray),
                   "hook": ListOf(Kind(np.ndarray)), "x": x.grad.numpy()},
             what="inplace.retain_and_hooks")

@@ -18,6 +18,7 @@ from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import memory as mlp_oracle
 from graders.oracle import saved_hooks as oracle
 from graders.strategies.programs import describe, functions_source, programs
+from graders.suites._seed import case_seed, seeded_values
 from graders.suites._support import examples, task
 
 HOOKS_CODE = ("pack(t): log 'pack', keep t, return its number; unpack(n): log 'unpack', "
@@ -106,7 +107,7 @@ def test_hooks_run_with_grad_mode_off(submission, program):
 def test_unpack_hook_must_return_a_tensor(submission):
     """An unpack hook that returns something else makes backward raise PyTorch's TypeError,
     which names the type the hook returned."""
-    got = submission.call("saved_hooks.bad_unpack")
+    got = submission.call("saved_hooks.bad_unpack", seeded_values([0.5, -1.0], "3.2 unpack"))
     conform(got, {"backward": RAISED}, what="saved_hooks.bad_unpack")
     assert_raises_like(got["backward"], "TypeError", what="backward when unpack_hook returns 7",
                        contains=("unpack_hook expected to be a Tensor", "result of type int"))
@@ -115,13 +116,14 @@ def test_unpack_hook_must_return_a_tensor(submission):
 @task("3.2")
 def test_hooks_are_per_thread(submission):
     """Hooks installed in another thread do not apply to this thread's graph."""
-    got = submission.call("saved_hooks.hooks_per_thread")
+    values = seeded_values([0.5, -1.0], "3.2 threads")
+    got = submission.call("saved_hooks.hooks_per_thread", values)
     conform(got, {"calls_seen": Kind(int), "calls_here": ListOf([Kind(str), Kind(str)]),
                   "grad": np.zeros(2)}, what="saved_hooks.hooks_per_thread")
     assert_equal(got["calls_seen"], 0, what="calls of hooks installed in another thread")
     assert_equal(got["calls_here"], [["this-thread", "pack"], ["this-thread", "unpack"]],
                  what="calls of hooks installed in this thread, for x.sin().sum().backward()")
-    x = np.array([0.5, -1.0])
+    x = np.array(values)
     assert_close(got["grad"], 2 * np.cos(x), what="x.grad after x.sin().sum().backward() "
                  "twice (once in each thread's setting)")
 
@@ -133,7 +135,8 @@ def test_saved_tensor_inspection(submission):
     by a constant only ``other``; each access unpacks; after backward they are freed. A
     name the node did not save (also on a node that saved nothing) is Python's
     AttributeError, naming the node's class."""
-    got = submission.call("saved_hooks.inspection")
+    values = seeded_values([0.5, -1.0, 2.0], "3.2 inspection")
+    got = submission.call("saved_hooks.inspection", values)
     conform(got, {"exp_result": np.zeros(3), "exp_output": np.zeros(3), "unknown": RAISED,
                   "nothing_saved": RAISED, "node_class": Kind(str),
                   "nothing_saved_class": Kind(str),
@@ -149,7 +152,7 @@ def test_saved_tensor_inspection(submission):
     }
     for key, value in flags.items():
         assert_equal(got[key], value, what=key.replace("_", " "), reproducer=INSPECTION_CODE)
-    assert_close(got["exp_output"], np.exp(np.array([0.5, -1.0, 2.0])), what="x.exp()")
+    assert_close(got["exp_output"], np.exp(np.array(values)), what="x.exp()")
     assert_close(got["exp_result"], got["exp_output"], what="exp's _saved_result vs its output")
     # Python's (and PyTorch's) wording: "'MulBackward0' object has no attribute '_saved_x'"
     assert_raises_like(got["unknown"], "AttributeError", what="grad_fn._saved_nothing",
@@ -194,7 +197,7 @@ def test_packed_tensors_are_not_kept(submission):
     """With a pack hook that keeps nothing, the graph holds none of the forward's
     activations once the caller drops them: the node keeps what pack returned, not the
     tensor (the reason offloading works)."""
-    x, weights = mlp_oracle.mlp_inputs(0)
+    x, weights = mlp_oracle.mlp_inputs(case_seed(0, "3.2 forgetful hooks") % 2**16)
     plain = submission.call("memory.mlp", x, weights, "plain")
     got = submission.call("memory.mlp", x, weights, "forgetful_hooks")
     expected = mlp_oracle.mlp_grads(x, weights)

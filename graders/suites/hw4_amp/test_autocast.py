@@ -35,9 +35,19 @@ from graders.strategies.autocast import (
     region_scripts,
 )
 from graders.strategies.ops import Draw
+from graders.suites._seed import case_rng, grading_seed
 from graders.suites._support import examples, task
 
 VALUE = np.array([0.5, -1.25, 3.0], dtype=np.float64)
+
+
+def value(*key: object) -> np.ndarray:
+    """The probes' input tensor: VALUE at grading seed 0, else three multiples of 1/8 in
+    [-4, 4] drawn from the seed (exact in float16 and bfloat16, as VALUE's are)."""
+    if grading_seed() == 0:
+        return VALUE
+    drawn = np.round(case_rng(0, "4.2 value", *key).uniform(-4, 4, 3) * 8) / 8
+    return np.where(drawn == 0, 0.125, drawn)
 
 
 def _ops_params() -> list[Any]:
@@ -122,7 +132,7 @@ def test_policy_casts(submission, policy, autocast_dtype, specs):
     if not specs:
         return
     cases = [{"policy": policy, "autocast_dtype": autocast_dtype, "args": s} for s in specs]
-    got = submission.call("autocast.policy_casts", cases, VALUE)
+    got = submission.call("autocast.policy_casts", cases, value("policy", str(cases)))
     conform(got, [Kind(dict)] * len(specs), what="autocast.policy_casts")
     for spec, found in zip(specs, got, strict=True):
         expected = oracle.received(policy, spec, autocast_dtype)
@@ -150,7 +160,7 @@ def test_regions(submission, script):
     policy applies as that region says (enabled=False: nothing is cast, also inside an
     enabled region), is_autocast_enabled() and get_autocast_dtype() report it, and each
     exit restores what the region found."""
-    got = submission.call("autocast.regions", script, VALUE)
+    got = submission.call("autocast.regions", script, value("regions", str(script)))
     expected = oracle.script_records(script)
     conform(got, ListOf(Kind(list, str)), what="autocast.regions")
     lines, k = [], 0
@@ -176,7 +186,7 @@ def test_arguments_and_defaults(submission):
     """tt.autocast is tt.amp.autocast; "cuda" and "cpu" both apply the CUDA policy with
     float16 by default; an unknown device type raises RuntimeError; a float64 region on
     "cpu" warns and runs disabled (as torch does); outside any region nothing is cast."""
-    got = submission.call("autocast.arguments", VALUE)
+    got = submission.call("autocast.arguments", value("arguments"))
     state = [Kind(bool), Kind(str)]
     conform(got, {"same_class": Kind(bool), "outside": state, "cuda": [*state, Kind(str)],
                   "cpu": [*state, Kind(str)], "bad_device": RAISED, "float64_region": state,
@@ -241,7 +251,7 @@ def test_weight_cast_cache(submission):
     are not views) to the autocast dtype are cached while cache_enabled, shared by nested
     regions (enabled or not) and cleared when the outermost region exits; cached casts are
     recorded in the graph, even when made under no_grad."""
-    got = submission.call("autocast.cache", VALUE)
+    got = submission.call("autocast.cache", value("cache"))
     conform(got, oracle.CACHE, what="autocast.cache")
     for key, expected in oracle.CACHE.items():
         assert_equal(got.get(key), expected, what=CACHE_DOC[key], reproducer=CACHE_CODE)
@@ -329,7 +339,8 @@ def test_backward_dtypes(submission, autocast_dtype):
     leaf b, never cast); after the region, z.backward() and e.backward() give each
     Function a gradient of its forward's output dtype, and the leaves gradients of their
     own dtypes (the casts autocast made are in the graph)."""
-    got = submission.call("autocast.backward_dtypes", VALUE, autocast_dtype)
+    got = submission.call("autocast.backward_dtypes", value("backward", autocast_dtype),
+                          autocast_dtype)
     conform(got, {"forward": {k: Kind(str) for k in "hyze"},
                   "backward": ListOf([Kind(str), Kind(str)]), "x_grad": Kind(None, str),
                   "b_grad": Kind(None, str)}, what="autocast.backward_dtypes")
@@ -350,7 +361,7 @@ def test_inplace_and_explicit_dtype(submission):
     arguments), and an op called with an explicit dtype runs in it: softmax(x, 0,
     dtype=tt.float16) is float16 under autocast, sum(x16, dtype=tt.float16) too; without
     one, softmax, log_softmax and sum run in float32."""
-    got = submission.call("autocast.inplace_and_explicit", VALUE)
+    got = submission.call("autocast.inplace_and_explicit", value("inplace"))
     conform(got, {"inplace_received": ListOf([Kind(str), Kind(str)])},
             what="autocast.inplace_and_explicit")
     assert_equal(got["inplace_received"], [["float32", "float32"], ["bfloat16", "float32"]],

@@ -19,6 +19,7 @@ from graders.checks.amp import assert_run_matches, assert_state_dict_matches, co
 from graders.checks.structure import Kind, conform, loose
 from graders.oracle import amp as oracle
 from graders.strategies.amp import fixed_run, runs, scaler_configs
+from graders.suites._seed import case_rng, grading_seed, seeded_values
 from graders.suites._support import examples, literal, task
 
 
@@ -218,8 +219,9 @@ def test_call_order_errors(submission):
     """unscale_ twice before update, unscale_ after step, step twice: PyTorch's
     RuntimeErrors (and the gradients are unscaled once); after update() a new iteration
     may unscale again."""
-    got = submission.call("amp.errors")
-    expected = oracle.errors()
+    values = _scaler_values("errors")
+    got = submission.call("amp.errors", **values)
+    expected = oracle.errors(**values)
     conform(got, loose(expected), what="amp.errors")
     _expect_errors(got, expected, [
         ("unscale_twice", "scaler.scale(loss); scaler.unscale_(opt); scaler.unscale_(opt)"),
@@ -239,8 +241,9 @@ def test_call_order_errors(submission):
 def test_fp16_gradients_refused(submission):
     """float16 gradients: unscale_ and step raise "Attempting to unscale FP16 gradients."
     before changing any gradient, and the optimizer does not step."""
-    got = submission.call("amp.errors")
-    expected = oracle.errors()
+    values = _scaler_values("errors")
+    got = submission.call("amp.errors", **values)
+    expected = oracle.errors(**values)
     conform(got, loose(expected), what="amp.errors")
     case = (ERRORS_CASE + "; half = tt.nn.Parameter(tt.ones(2, dtype=tt.float16)); "
             "half.grad = tt.full((2,), 4.0, dtype=tt.float16); opt = Plain([p, half])")
@@ -258,8 +261,9 @@ def test_misuse_errors(submission):
     """unscale_/step/update before any scale() (AssertionError, "_scale is None"),
     update() with no step recorded, step(closure=...), and the constructor's checks on
     growth_factor and backoff_factor (skipped when disabled)."""
-    got = submission.call("amp.errors")
-    expected = oracle.errors()
+    values = _scaler_values("errors")
+    got = submission.call("amp.errors", **values)
+    expected = oracle.errors(**values)
     conform(got, loose(expected), what="amp.errors")
     _expect_errors(got["before_scale"], expected["before_scale"], [
         ("unscale_", "scaler.unscale_(opt) before any scaler.scale()"),
@@ -276,6 +280,18 @@ def test_misuse_errors(submission):
     ], ERRORS_CASE)
 
 
+def _scaler_values(key: str, new_scale: bool = False) -> dict[str, float]:
+    """The gradient value and init_scale of the hand-written scaler cases (4.0 and 4.0 at
+    grading seed 0), and update's new scale (16.0), powers of two drawn from the seed."""
+    values = {"grad_value": 4.0, "init_scale": 4.0, **({"new_scale": 16.0} if new_scale else {})}
+    if grading_seed():
+        rng = case_rng(0, "4.3 scaler values", key)
+        values = {"grad_value": 2.0 ** int(rng.integers(-2, 7)),
+                  "init_scale": 2.0 ** int(rng.integers(1, 9)),
+                  **({"new_scale": 2.0 ** int(rng.integers(1, 21))} if new_scale else {})}
+    return values
+
+
 EDGES_CASE = ('scaler = tt.amp.GradScaler("cpu", init_scale=4.0); opt = Plain([p], lr=0.1) '
                "for a float32 p of 2 elements")
 
@@ -286,8 +302,9 @@ def test_step_without_gradients_and_found_inf(submission):
     AssertionError, and no step; the found_inf flags unscale_ records (one per device):
     0-d float32 tensors, 0 for finite gradients."""
     keys = ["step_without_gradients", "steps_taken", "found_inf"]
-    got = submission.call("amp.scaler_edges", keys)
-    expected = oracle.scaler_edges(keys)
+    values = _scaler_values("edges", new_scale=True)
+    got = submission.call("amp.scaler_edges", keys, **values)
+    expected = oracle.scaler_edges(keys, **values)
     conform(got, loose(expected), what="amp.scaler_edges")
     _expect_errors(got, expected, [("step_without_gradients",
                                     "scaler.scale(loss); scaler.step(opt) with p.grad None")],
@@ -304,8 +321,9 @@ def test_update_with_a_new_scale_tensor(submission):
     """update(new_scale=t) takes a 1-element tensor that does not require grad (0-d here:
     PyTorch's CPU scale is 0-d) and refuses others with PyTorch's AssertionError."""
     keys = ["two_elements", "requires_grad", "zero_dim", "scale"]  # (found_inf: the test above)
-    got = submission.call("amp.scaler_edges", keys)
-    expected = oracle.scaler_edges(keys)
+    values = _scaler_values("edges", new_scale=True)
+    got = submission.call("amp.scaler_edges", keys, **values)
+    expected = oracle.scaler_edges(keys, **values)
     conform(got, loose(expected), what="amp.scaler_edges")
     for key, call in (("two_elements", "scaler.update(tt.tensor([2., 3.]))"),
                       ("requires_grad", "scaler.update(tt.tensor(2., requires_grad=True))")):
@@ -324,8 +342,10 @@ def test_disabled(submission):
     """GradScaler(enabled=False): scale() returns its argument itself, unscale_ and
     update do nothing, step() always calls optimizer.step() (even with inf gradients),
     get_scale() is 1.0, state_dict() is {} and load_state_dict ignores its argument."""
-    got = submission.call("amp.disabled")
-    expected = oracle.disabled()
+    grads = seeded_values([2.0, 4.0], "4.3 disabled")
+    grads = [grads[0], float("inf"), grads[1]]
+    got = submission.call("amp.disabled", grads)
+    expected = oracle.disabled(grads)
     conform(got, loose(expected), what="amp.disabled")
     case = ('scaler = tt.amp.GradScaler("cpu", enabled=False); opt = Plain([p], lr=0.5); '
             "p = ones(3); p.grad = [2, inf, 4]")
@@ -356,7 +376,7 @@ def test_loss_scaling_rescues_underflowing_fp16_gradients(submission):
     skipped and the scale backs off to 2**15; from then on the scaled gradients survive in
     float16, are unscaled in float32, and the weights move; after growth_interval clean
     steps the scale tries 2**16 again, overflows again and backs off."""
-    rng = np.random.default_rng(0)
+    rng = case_rng(0, "4.3 underflow demo")
     w = rng.standard_normal(6).astype(np.float32)
     x = rng.uniform(1e-4, 1e-3, 6).astype(np.float16)
     got = submission.call("amp.underflow_demo", w, x, **DEMO)

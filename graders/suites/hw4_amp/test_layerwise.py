@@ -12,6 +12,8 @@ autocast region), and hands float32 back (O0, O3).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -20,21 +22,37 @@ from graders.checks import assert_equal, assert_raises_like
 from graders.checks.structure import RAISED, Kind, conform, loose
 from graders.oracle import opt_levels as oracle
 from graders.strategies.opt_levels import names_in, policies
+from graders.suites._seed import case_rng, grading_seed
 from graders.suites._support import examples, task
 
 
-def _block(name: str, children: list | None = None) -> dict:
-    return {"kind": "block", "name": name, "params": [["w", np.ones(2, np.float32)]],
+def _block(name: str, children: list | None = None, w: np.ndarray | None = None) -> dict:
+    return {"kind": "block", "name": name,
+            "params": [["w", np.ones(2, np.float32) if w is None else w]],
             "buffers": [], "children": children or []}
 
 
+def _gpt(block: Any) -> dict:
+    return block("GPT", [
+        ["wte", block("Embedding")],
+        ["h", {"kind": "seq", "children": [["0", block("Block", [
+            ["attn", block("CausalSelfAttention")], ["mlp", block("MLP")]])]]}],
+        ["head", block("Head")],
+    ])
+
+
 # The course's policy on a GPT-shaped tree: every draw also runs it.
-GPT_TREE = _block("GPT", [
-    ["wte", _block("Embedding")],
-    ["h", {"kind": "seq", "children": [["0", _block("Block", [
-        ["attn", _block("CausalSelfAttention")], ["mlp", _block("MLP")]])]]}],
-    ["head", _block("Head")],
-])
+GPT_TREE = _gpt(_block)
+
+
+def gpt_tree(tree: dict, *key: object) -> dict:
+    """``tree`` itself, unless it is GPT_TREE at a grading seed other than 0: then the
+    same modules with parameters of other sizes and values, drawn from the seed."""
+    if tree is not GPT_TREE or grading_seed() == 0:
+        return tree
+    rng = case_rng(0, "4.5 tree", *key)
+    return _gpt(lambda name, children=None: _block(
+        name, children, rng.uniform(-1, 1, int(rng.integers(1, 5))).astype(np.float32)))
 COURSE = {"Embedding": "O0", "CausalSelfAttention": "O1", "MLP": "O3"}
 
 
@@ -52,6 +70,7 @@ def _case(spec: dict, rules: dict, outer: bool = False) -> str:
 def test_levels_resolve_by_name_class_and_parent(submission, policy):
     """tt.amp.resolve_levels: each module's level."""
     spec, rules = policy
+    spec = gpt_tree(spec, "resolve", rules)
     got = submission.call("opt_levels.resolved_levels", spec, rules)
     expected = oracle.resolved_levels(spec, rules)
     assert_equal(got, expected, what="resolve_levels(model, rules)",
@@ -71,6 +90,7 @@ def test_each_layer_runs_at_its_level(submission, policy, outer):
     a layer whose level differs from its parent's, else uncast); and the model's output
     dtype."""
     spec, rules = policy
+    spec = gpt_tree(spec, "run", rules, outer)
     got = submission.call("opt_levels.layer_policy_run", spec, rules, outer)
     expected = oracle.layer_policy_run(spec, rules, outer)
     conform(got, {**loose(expected), "seen": Kind(dict), "returned": Kind(dict)},
@@ -93,7 +113,7 @@ def test_each_layer_runs_at_its_level(submission, policy, outer):
 @task("4.5")
 def test_o2_is_refused_per_layer(submission):
     """O2 needs master weights in the optimizer: a per-layer policy refuses it."""
-    got = submission.call("opt_levels.resolve_error", GPT_TREE, {"MLP": "O2"})
+    got = submission.call("opt_levels.resolve_error", gpt_tree(GPT_TREE, "O2"), {"MLP": "O2"})
     conform(got, RAISED, what="opt_levels.resolve_error")
     assert_raises_like(got, "ValueError", contains=("O2",),
                        what="resolve_levels(model, {'MLP': 'O2'})")
@@ -107,11 +127,12 @@ def test_a_layer_back_at_an_outer_level_is_wrapped(submission, outer):
     level of a module further up: attention at O1 inside a Block at O3 inside a model at
     O1 runs under autocast (its parent is the Block, not the model)."""
     rules = {"GPT": "O1", "Block": "O3", "CausalSelfAttention": "O1"}
-    got = submission.call("opt_levels.layer_policy_run", GPT_TREE, rules, outer)
-    expected = oracle.layer_policy_run(GPT_TREE, rules, outer)
+    tree = gpt_tree(GPT_TREE, "outer level", outer)
+    got = submission.call("opt_levels.layer_policy_run", tree, rules, outer)
+    expected = oracle.layer_policy_run(tree, rules, outer)
     conform(got, {**loose(expected), "seen": Kind(dict), "returned": Kind(dict)},
             what="opt_levels.layer_policy_run")
-    case = _case(GPT_TREE, rules, outer)
+    case = _case(tree, rules, outer)
     for name, calls in expected["seen"].items():
         assert_equal(got["seen"].get(name), calls, case=case,
                      what=f"module {name or '(model)'}: [autocast on?, input dtype, "

@@ -36,6 +36,7 @@ from graders.oracle import precision as oracle
 from graders.strategies.ops import Draw, Sample, T
 from graders.strategies.precision import FLOATS, LOW, edge_values, gradient_values
 from graders.strategies.programs import classes_source
+from graders.suites._seed import case_rng, grading_seed
 from graders.suites._support import examples, task
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", *FLOATS]
@@ -55,13 +56,21 @@ def test_promotion(submission):
     unless the lower one is of a higher category), bfloat16 included."""
     pairs = [[a, b] for a in DTYPES for b in DTYPES]
     operands = []
+    rng = case_rng(0, "4.1 promotion")
+    # at grading seeds other than 0: other numbers of each kind, and both lists shuffled
+    numbers = (2.5, 3, True) if grading_seed() == 0 else \
+        (float(rng.integers(-400, 400)) + 0.5, int(rng.integers(-100, 100)),
+         bool(rng.integers(2)))
     for a in ("float16", "bfloat16", "int64", "float32"):
         for b in ("float16", "bfloat16", "float32", "float64", "int32"):
             for dims in ((1, 1), (1, 0), (0, 1), (0, 0)):
                 operands.append([["tensor", a, dims[0]], ["tensor", b, dims[1]]])
-        for number in (2.5, 3, True):
+        for number in numbers:
             operands.append([["tensor", a, 1], ["number", number]])
             operands.append([["tensor", a, 0], ["number", number]])
+    if grading_seed():
+        pairs = [pairs[i] for i in rng.permutation(len(pairs))]
+        operands = [operands[i] for i in rng.permutation(len(operands))]
     got = submission.call("precision.promotion", pairs, operands)
     conform(got, {"promote_types": [Kind(str)] * len(pairs),
                   "result_type": [Kind(str)] * len(operands)}, what="precision.promotion")
@@ -244,7 +253,7 @@ class _TorchScale(torch.autograd.Function):
 def test_opmath_passes_keyword_arguments(submission, dtype):
     """Function.apply(x, k=3.0) on a float16/bfloat16 x: the keyword reaches forward on
     the float32 path too, as torch's Function.apply passes it."""
-    rng = np.random.default_rng(41)
+    rng = case_rng(41, "4.1 keyword", dtype)
     x = rng.uniform(-4, 4, 7).astype(oracle.NUMPY_DTYPES[dtype])
     g = rng.uniform(-1, 1, 7).astype(oracle.NUMPY_DTYPES[dtype])
     leaf = oracle.torch_of(x).requires_grad_(True)
@@ -361,7 +370,14 @@ def test_scalar_operand_is_rounded_to_float32(submission, dtype):
     low = oracle.NUMPY_DTYPES[dtype]
     x = np.array([0.0, 0.01, 0.5, -2.0]).astype(low)
     g = np.ones(x.shape, low)
-    for op, scalar, scalar_first in BEYOND_FLOAT32:
+    cases = BEYOND_FLOAT32
+    if grading_seed():  # the same edges (0 and 0.01 among x), other values and scalars
+        rng = case_rng(0, "4.1 scalar beyond float32", dtype)
+        x = rng.permutation([0.0, 0.01, rng.uniform(0.1, 1), -rng.uniform(1, 4)]).astype(low)
+        g = rng.uniform(0.5, 2, x.shape).astype(low)
+        cases = [(op, float(10.0 ** (rng.integers(40, 300) * (1 if s > 1 else -1))), first)
+                 for op, s, first in BEYOND_FLOAT32]
+    for op, scalar, scalar_first in cases:
         for kind in ("number", "float64"):
             got = submission.call("precision.scalar_operand", op, x, dtype, scalar, kind,
                                   scalar_first, g)

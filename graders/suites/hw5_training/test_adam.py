@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from graders.checks.optim import assert_run_matches, assert_state_dtypes, steps_template
 from graders.checks.structure import conform
 from graders.oracle import optim as oracle
-from graders.strategies.optim import fixed_run, runs
+from graders.strategies.optim import fixed_run, runs, state_dtype_inputs
 from graders.suites._support import examples, task
 
 CASES = {
@@ -68,7 +68,8 @@ def test_state_follows_parameter_dtype(submission):
     float32 scalar, and the parameter keeps its dtype."""
     for name, (kind, options) in STATE_CASES.items():
         for dtype in DTYPES:
-            got = submission.call("optim.state_dtypes", kind, options, dtype)
-            assert_state_dtypes(got, oracle.state_dtypes(kind, options, dtype),
+            values = state_dtype_inputs(kind, name, dtype)
+            got = submission.call("optim.state_dtypes", kind, options, dtype, **values)
+            assert_state_dtypes(got, oracle.state_dtypes(kind, options, dtype, **values),
                                 case=f"{name}: {kind}([p], {options}) with p and its grads "
                                      f"in {dtype}, two steps")

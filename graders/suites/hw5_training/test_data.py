@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import data as oracle
+from graders.suites._seed import case_rng, case_seed, grading_seed
 from graders.suites._support import examples, task
 
 
@@ -68,8 +69,10 @@ def test_default_collate(submission, kind):
     """Default collation as torch's default_collate: tensors and arrays stacked, Python
     floats to float64, ints to int64, bools to bool, strings kept in a list; dicts key by
     key, tuples and lists position by position (into lists)."""
-    got = submission.call("data.collate", kind, 5, 2)
-    expected = oracle.collate(kind, 5, 2)
+    n, size = (5, 2) if grading_seed() == 0 else \
+        (int(v) for v in case_rng(0, "5.6 collate", kind).integers((4, 2), (9, 4)))
+    got = submission.call("data.collate", kind, n, size)
+    expected = oracle.collate(kind, n, size)
     conform(got, ListOf(Kind(list)), what="data.collate")
     assert_equal(len(got), len(expected), what="number of batches")
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
@@ -181,7 +184,8 @@ def test_random_split(submission, data, seeds):
 @pytest.mark.parametrize("n", [10, 100, 1000, 7, 33, 2])
 def test_train_val_test_80_10_10(submission, n):
     """The course's split: random_split(ds, [0.8, 0.1, 0.1]) sizes as torch's."""
-    got = submission.call("data.split", n, [0.8, 0.1, 0.1], [0])
+    got = submission.call("data.split", n, [0.8, 0.1, 0.1],
+                          [case_seed(0, "5.6 80-10-10", n) % 2**31])
     conform(got, {"first": [ListOf(SUBSET)]}, what="data.split")
     assert_equal([s["len"] for s in got["first"][0]], oracle.split_sizes(n, [0.8, 0.1, 0.1]),
                  what=f"[train, val, test] sizes for {n} samples",
@@ -200,8 +204,15 @@ def _torch_split_error(n, lengths):
 def test_random_split_errors(submission):
     """Lengths that do not add up to the dataset size, and fractions that add up to 1 but
     one of which is outside [0, 1], are refused with torch's ValueError."""
-    for n, lengths in ((10, [3, 3]), (10, [5, 6]), (10, [0.5, 0.4]), (10, [1.5, -0.5]),
-                       (10, [-0.5, 1.5]), (10, [0.5, 1.2, -0.7])):
+    size, short, long = 10, [3, 3], [5, 6]
+    if grading_seed():  # another size, lengths summing to less and to more than it
+        rng = case_rng(0, "5.6 split errors")
+        size = int(rng.integers(10, 40))
+        a = int(rng.integers(1, size - 1))
+        short = [a, int(rng.integers(0, size - a))]
+        long = [a, size - a + int(rng.integers(1, 5))]
+    for n, lengths in ((size, short), (size, long), (size, [0.5, 0.4]), (size, [1.5, -0.5]),
+                       (size, [-0.5, 1.5]), (size, [0.5, 1.2, -0.7])):
         got = submission.call("data.split_errors", n, lengths)
         conform(got, RAISED, what="data.split_errors")
         assert_raises_like(got, "ValueError",
@@ -217,6 +228,8 @@ RAGGED = ([[3], [2]], [[3], [3], [2, 1]], [[2, 3], [3, 2]], [[4], [4], [4], [1]]
 def test_collate_refuses_unequal_tensors(submission, shapes):
     """A batch of tensors of different shapes is refused with torch.stack's RuntimeError,
     naming the first sample's shape and the first shape that differs."""
+    grow = int(case_rng(0, "5.6 ragged", shapes).integers(1, 5)) if grading_seed() else 0
+    shapes = [[d + grow for d in s] for s in shapes]  # the same mismatches, other sizes
     got = submission.call("data.collate_ragged", shapes)
     conform(got, RAISED, what="data.collate_ragged")
     batch = [torch.zeros(s) for s in shapes]

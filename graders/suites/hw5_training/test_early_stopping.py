@@ -11,10 +11,23 @@ from graders.checks import assert_equal
 from graders.checks.structure import Kind, ListOf, conform
 from graders.oracle import data as oracle
 from graders.strategies.data import early_stopping_cases
+from graders.suites._seed import case_rng, grading_seed
 from graders.suites._support import examples, task
 
 RULE = ("rule: improvement when val < best - min_delta (mode 'min') or val > best + min_delta "
         "(mode 'max'), strictly; else num_bad_epochs += 1; stop when num_bad_epochs >= patience")
+
+
+def _moved(values: list[float], options: dict, *key: object) -> tuple[list[float], dict]:
+    """The curve a * v + b (a a power of two, b a multiple of 1/8, both drawn from the
+    grading seed; a = 1, b = 0 at seed 0) with min_delta * a: the same steps, the same
+    exact ties (dyadic values stay exact), other numbers."""
+    rng = case_rng(0, "5.7 curve", *key)
+    a, b = (1.0, 0.0) if grading_seed() == 0 else \
+        (2.0 ** int(rng.integers(-3, 4)), int(rng.integers(-40, 41)) / 8)
+    moved = {**options, **({"min_delta": options["min_delta"] * a} if "min_delta" in options
+                           else {})}
+    return [v * a + b for v in values], moved
 
 
 def _check(submission, values, options):
@@ -54,8 +67,8 @@ def test_early_stopping_on_a_typical_curve(submission):
     """Validation loss falls, flattens, then rises: with patience 3 and min_delta 0.005
     the bad epochs are 4, 5, 6 (0.72, 0.71, 0.75 do not beat 0.69), so step() first
     returns True at epoch 6."""
-    _check(submission, [1.0, 0.8, 0.7, 0.69, 0.72, 0.71, 0.75, 0.8],
-           {"patience": 3, "min_delta": 0.005})
+    _check(submission, *_moved([1.0, 0.8, 0.7, 0.69, 0.72, 0.71, 0.75, 0.8],
+                               {"patience": 3, "min_delta": 0.005}, "typical"))
 
 
 EDGE_CASES = {
@@ -72,5 +85,5 @@ EDGE_CASES = {
 @task("5.7")
 def test_early_stopping_edge_cases(submission):
     """Values exactly min_delta better than the best, NaN, mode "max", patience 1."""
-    for values, options in EDGE_CASES.values():
-        _check(submission, values, options)
+    for name, (values, options) in EDGE_CASES.items():
+        _check(submission, *_moved(values, options, name))

@@ -28,6 +28,7 @@ from graders.strategies.layers import (
     linear_specs,
     loss_specs,
 )
+from graders.suites._seed import case_rng, case_seed, grading_seed
 from graders.suites._support import examples, task
 
 LAYER_NORM = next(op for op in OPS if op.name == "layer_norm")
@@ -73,7 +74,14 @@ def _check_uniform(values: np.ndarray, bound: float, what: str) -> None:
             f"{var_tol * bound ** 2:.3g})")
 
 
-def _check_seeded(runs: list[dict[str, Any]], what: str) -> None:
+def _init_seeds(*key: Any) -> list[int]:
+    """The seeds [s, s, other] of a seeded_init request (0, 0, 1 at grading seed 0)."""
+    s = case_seed(0, "5.8 init", *key) % 2**31
+    other = case_seed(1, "5.8 init other", *key) % 2**31
+    return [s, s, other if other != s else s + 1]
+
+
+def _check_seeded(runs: list[dict[str, Any]], what: str, seeds: list[int]) -> None:
     """runs come from seeds [s, s, other]: the same seed must give the same values, another
     seed other values."""
     for name, entry in runs[0].items():
@@ -81,11 +89,12 @@ def _check_seeded(runs: list[dict[str, Any]], what: str) -> None:
             continue
         same, other = runs[1][name][0], runs[2][name][0]
         assert_close(same, entry[0], what=f"{what}.{name} built twice after "
-                     "tt.manual_seed(0) (the init must draw from tinytrain's generator)",
-                     rtol=0, atol=0)
+                     f"tt.manual_seed({seeds[0]}) (the init must draw from tinytrain's "
+                     "generator)", rtol=0, atol=0)
         if np.array_equal(other, entry[0]) and np.unique(entry[0]).size > 1:
-            raise AssertionError(f"{what}.{name}: tt.manual_seed(0) and tt.manual_seed(1) give "
-                                 "identical values (the init ignores tinytrain's generator)")
+            raise AssertionError(f"{what}.{name}: tt.manual_seed({seeds[0]}) and "
+                                 f"tt.manual_seed({seeds[2]}) give identical values (the init "
+                                 "ignores tinytrain's generator)")
 
 
 def _torch_parameters(kind: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +126,8 @@ def test_linear_initialisation(submission, args, kwargs):
     """Linear's weight ~ kaiming_uniform_(a=sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)) and its
     bias ~ the same uniform (zeros when in_features is 0), float32, drawn from tinytrain's
     generator (so tt.manual_seed repeats them)."""
-    runs = submission.call("layers.seeded_init", "Linear", args, kwargs, [0, 0, 1])
+    seeds = _init_seeds("Linear", args, kwargs)
+    runs = submission.call("layers.seeded_init", "Linear", args, kwargs, seeds)
     _conform_init(runs, "Linear", args, kwargs)
     what = f"tt.nn.Linear({', '.join(map(str, args))}{', bias=False' if kwargs else ''})"
     assert_equal(_shapes(runs[0]), _torch_parameters("Linear", args, kwargs),
@@ -126,7 +136,7 @@ def test_linear_initialisation(submission, args, kwargs):
     for name, entry in runs[0].items():
         if entry is not None:
             _check_uniform(entry[0], bound, f"{what}.{name}")
-    _check_seeded(runs, what)
+    _check_seeded(runs, what, seeds)
 
 
 KAIMING = [
@@ -145,7 +155,8 @@ KAIMING = [
 def test_kaiming_uniform(submission, shape, kwargs):
     """tt.nn.init.kaiming_uniform_ draws U(-b, b) with b = gain * sqrt(3 / fan), gain =
     calculate_gain(nonlinearity, a), fan = fan_in or fan_out (``mode``), as torch's."""
-    values = submission.call("layers.kaiming_uniform", shape, kwargs, 0)
+    seed = case_seed(0, "5.8 kaiming", shape, kwargs) % 2**31
+    values = submission.call("layers.kaiming_uniform", shape, kwargs, seed)
     conform(values, Shaped(shape), what="layers.kaiming_uniform")
     reference = torch.empty(shape)
     fan = torch.nn.init._calculate_correct_fan(reference, kwargs.get("mode", "fan_in"))
@@ -175,7 +186,8 @@ EMBEDDING_INITS = [([300, 40], {}), ([50, 8], {"padding_idx": 3}),
 def test_embedding_initialisation(submission, args, kwargs):
     """Embedding's weight ~ N(0, 1) (float32), its padding row (if any; a negative
     padding_idx counts from the end) zeros; drawn from tinytrain's generator."""
-    runs = submission.call("layers.seeded_init", "Embedding", args, kwargs, [0, 0, 1])
+    seeds = _init_seeds("Embedding", args, kwargs)
+    runs = submission.call("layers.seeded_init", "Embedding", args, kwargs, seeds)
     _conform_init(runs, "Embedding", args, kwargs)
     what = f"tt.nn.Embedding({', '.join(map(str, args))}" + \
         "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
@@ -195,7 +207,7 @@ def test_embedding_initialisation(submission, args, kwargs):
         raise AssertionError(f"{what}.weight: {n} draws should look like N(0, 1); their mean "
                              f"is {sample.mean():.4g} (expected 0 +- {mean_tol:.3g}) and their "
                              f"std {sample.std():.4g} (expected 1 +- {std_tol:.3g})")
-    _check_seeded(runs, what)
+    _check_seeded(runs, what, seeds)
 
 
 @task("5.8")
@@ -263,6 +275,9 @@ def test_inplace_option(submission, kind):
     tensor. (The in-place machinery of task 3.1 is stubbed out here: only where the
     module puts its result is graded.)"""
     x = np.array([[-1.5, 0.0, 2.0], [3.0, -0.5, 1.0]], dtype=np.float32)
+    if grading_seed():  # other values, a zero and both signs kept (the kink and both sides)
+        rng = case_rng(0, "5.11 inplace", kind)
+        x = (rng.uniform(0.25, 3, x.shape) * [[-1, 0, 1], [1, -1, 1]]).astype(np.float32)
     got = submission.call("layers.inplace_option", kind, x)
     mode = {"returns_input": Kind(bool), "input": Shaped(x.shape), "output": Shaped(x.shape)}
     conform(got, {"True": mode, "False": mode}, what="layers.inplace_option")
@@ -296,14 +311,26 @@ def test_module_on_extreme_logits(submission, kind, options, dtype):
     """The module (not only its functional op) is numerically stable: on logits 200 and
     2e4 apart its output and input gradient are torch's (finite), as a stable
     log-softmax gives -200 for [0, 200] where log(softmax) gives -inf."""
+    rng = case_rng(0, "5.11 extreme", kind, options, dtype)
+    # at other seeds than 0: the rows shuffled, each row's columns permuted, and each row
+    # shifted by a drawn offset (the same gaps: as extreme)
     x = EXTREME.astype(dtype)
+    target = np.array([0, 0, 1, 2], dtype=np.int64)
+    if grading_seed():
+        rows = rng.permutation(4)
+        cols = np.array([rng.permutation(3) for _ in range(4)])
+        x = (EXTREME[rows][np.arange(4)[:, None], cols] +
+             rng.uniform(-50, 50, (4, 1))).astype(dtype)
+        target = rng.integers(0, 3, 4)
     inputs, grads = [x], [True]
     if kind == "CrossEntropyLoss":
-        inputs.append(np.array([0, 0, 1, 2], dtype=np.int64))
+        inputs.append(target)
         grads.append(False)
     out_shape = () if kind == "CrossEntropyLoss" and options.get("reduction") != "none" \
         else (4,) if kind == "CrossEntropyLoss" else x.shape
     grad_output = np.linspace(-1.0, 1.0, int(np.prod(out_shape))).reshape(out_shape)
+    if grading_seed():
+        grad_output = rng.uniform(-1, 1, out_shape)
     spec = {"kind": kind, "kwargs": options, "inputs": inputs, "grads": grads,
             "grad_output": grad_output.astype(dtype) if out_shape else None}
     _check_run(submission, spec)
@@ -314,22 +341,25 @@ def test_kaiming_uniform_draws_from_the_generator_given(submission):
     """kaiming_uniform_(tensor, generator=g) draws from g (as torch's): the same seed of g
     gives the same values whatever the global seed, and the global generator is left
     where it was."""
-    got = submission.call("layers.kaiming_uniform_with_generator", [3, 4])
+    g, first, other = (case_seed(legacy, "5.8 generator", legacy) % 2**31 for legacy in (1, 0, 5))
+    other = other if other != first else first + 1
+    got = submission.call("layers.kaiming_uniform_with_generator", [3, 4], [g, first, other])
     conform(got, {"drawn": [Shaped([3, 4]), Shaped([3, 4])], "global_untouched": True},
             what="layers.kaiming_uniform_with_generator")
 
     def torch_run(seed):
         torch.manual_seed(seed)
         t = torch.empty(3, 4)
-        torch.nn.init.kaiming_uniform_(t, generator=torch.Generator().manual_seed(1))
+        torch.nn.init.kaiming_uniform_(t, generator=torch.Generator().manual_seed(g))
         return t, torch.rand(2)
 
-    (first, after), (second, _) = torch_run(0), torch_run(5)
-    torch.manual_seed(0)
-    what = ("tt.nn.init.kaiming_uniform_(tt.zeros(3, 4), generator=tt.Generator()"
-            ".manual_seed(1)) after tt.manual_seed(0) and after tt.manual_seed(5)")
+    (drawn, after), (second, _) = torch_run(first), torch_run(other)
+    torch.manual_seed(first)
+    what = (f"tt.nn.init.kaiming_uniform_(tt.zeros(3, 4), generator=tt.Generator()"
+            f".manual_seed({g})) after tt.manual_seed({first}) and after "
+            f"tt.manual_seed({other})")
     assert_equal(bool(np.array_equal(got["drawn"][0], got["drawn"][1])),
-                 bool(torch.equal(first, second)), what=f"{what}: the same values")
+                 bool(torch.equal(drawn, second)), what=f"{what}: the same values")
     assert_equal(got["global_untouched"], bool(torch.equal(after, torch.rand(2))),
                  what=f"{what}: the global generator left alone")
     bound = torch.nn.init.calculate_gain("leaky_relu", 0) * math.sqrt(3.0 / 4)  # fan_in 4

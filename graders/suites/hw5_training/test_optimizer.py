@@ -4,6 +4,8 @@ p -= lr * trace) so that this task does not depend on SGD or Adam."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from graders.checks.optim import assert_run_matches, steps_template
 from graders.checks.structure import RAISED, Kind, ListOf, Shaped, conform
 from graders.oracle import optim as oracle
 from graders.strategies.optim import SHAPES
+from graders.suites._seed import case_rng, grading_seed
 from graders.suites._support import examples, task
 
 TOY = ("Toy, defined in graders/probes/optim.py: state['step'] += 1; "
@@ -47,15 +50,19 @@ def test_zero_grad(submission):
     """optimizer.zero_grad() sets every grad of every group to None; with
     set_to_none=False it zeroes the same gradient tensors in place, a write that bumps
     their _version as PyTorch's zero_() does."""
-    got = submission.call("optim.zero_grad", [[3], [2, 2], [1]])
-    shapes = [Shaped((3,)), Shaped((2, 2)), Shaped((1,))]
+    shapes = [[3], [2, 2], [1]]
+    if grading_seed():
+        rng = case_rng(0, "5.2 zero_grad")
+        shapes = [[int(d) for d in rng.integers(1, 5, rng.integers(1, 3))] for _ in range(3)]
+    got = submission.call("optim.zero_grad", shapes)
     conform(got, {"set_to_none": [Kind(bool)] * 3, "zeros": [Kind(None, np.ndarray)] * 3,
                   "grad_versions": [Kind(int)] * 3,
-                  "same_objects": [Kind(bool)] * 3, "params_unchanged": shapes},
+                  "same_objects": [Kind(bool)] * 3,
+                  "params_unchanged": [Shaped(tuple(s)) for s in shapes]},
             what="optim.zero_grad")
     assert_equal(got["set_to_none"], [True, True, True],
                  what="p.grad is None after opt.zero_grad(), for each parameter")
-    for i, (z, shape) in enumerate(zip(got["zeros"], [(3,), (2, 2), (1,)], strict=True)):
+    for i, (z, shape) in enumerate(zip(got["zeros"], shapes, strict=True)):
         assert_close(z, np.zeros(shape, np.float32),
                      what=f"parameter #{i} grad after opt.zero_grad(set_to_none=False)")
     assert_equal(got["same_objects"], [True, True, True],
@@ -63,8 +70,7 @@ def test_zero_grad(submission):
     assert_equal(got["grad_versions"], [1, 1, 1],
                  what="change of each grad's _version over zero_grad(set_to_none=False) "
                       "(PyTorch's zero_() is a write it counts)")
-    for i, (p, shape) in enumerate(zip(got["params_unchanged"], [(3,), (2, 2), (1,)],
-                                       strict=True)):
+    for i, (p, shape) in enumerate(zip(got["params_unchanged"], shapes, strict=True)):
         assert_close(p, np.ones(shape, np.float32), what=f"parameter #{i} value (zero_grad "
                      "must not touch parameters)")
 
@@ -135,22 +141,41 @@ def test_load_state_dict_resumes_training(submission, case, float64):
 def test_load_state_dict_errors(submission):
     """A state_dict with another number of groups, or groups of other sizes, is refused
     with PyTorch's ValueErrors."""
-    got = submission.call("optim.load_state_dict_errors")
+    saved, one, other = [1, 2], [3], [2, 1]
+    if grading_seed():  # other sizes: the saved groups' differ, the other sizes swap them
+        rng = case_rng(0, "5.2 load errors")
+        a, b = (int(v) for v in rng.choice(np.arange(1, 6), 2, replace=False))
+        saved, one, other = [a, b], [int(rng.integers(1, 6))], [b, a]
+    got = submission.call("optim.load_state_dict_errors", [saved, one, other])
     conform(got, {"groups": RAISED, "sizes": RAISED}, what="optim.load_state_dict_errors")
     assert_raises_like(got["groups"], "ValueError",
-                       what="loading a 2-group state_dict into a 1-group optimizer",
+                       what=f"loading a 2-group state_dict (sizes {saved}) into a 1-group "
+                            f"optimizer (size {one[0]})",
                        contains=("loaded state dict has a different number of parameter groups",))
     assert_raises_like(got["sizes"], "ValueError",
-                       what="loading groups of sizes [1, 2] into groups of sizes [2, 1]",
+                       what=f"loading groups of sizes {saved} into groups of sizes {other}",
                        contains=("doesn't match the size of optimizer's group",))
 
 
-def _torch_load_state_dict_leaves_it():
+LEAVES_IT = {"count": 3, "scale": 0.5, "buf": [1.0, 1.0], "lr": 0.1, "new_lr": 9.0}
+
+
+def _leaves_it_values() -> dict[str, Any]:
+    """load_state_dict_leaves_it's numbers: LEAVES_IT at grading seed 0, else drawn."""
+    if grading_seed() == 0:
+        return LEAVES_IT
+    rng = case_rng(0, "5.2 leaves it")
+    return {"count": int(rng.integers(1, 50)), "scale": float(rng.integers(1, 64)) / 64,
+            "buf": [float(v) for v in rng.integers(-8, 9, 2) / 4],
+            "lr": float(rng.integers(1, 20)) / 40, "new_lr": float(rng.integers(2, 20))}
+
+
+def _torch_load_state_dict_leaves_it(v):
     """graders/probes/optim.py: load_state_dict_leaves_it, with torch.optim.Optimizer."""
 
     def make():
         return torch.optim.Optimizer([torch.nn.Parameter(torch.zeros(2)) for _ in range(2)],
-                                     {"lr": 0.1})
+                                     {"lr": v["lr"]})
 
     def plain(opt):
         state = opt.state[opt.param_groups[0]["params"][0]]
@@ -159,11 +184,12 @@ def _torch_load_state_dict_leaves_it():
 
     first = make()
     state = first.state[first.param_groups[0]["params"][0]]
-    state["count"], state["scale"], state["buf"] = 3, 0.5, torch.ones(2)
+    state["count"], state["scale"] = v["count"], v["scale"]
+    state["buf"] = torch.tensor(v["buf"], dtype=torch.float32)
     saved = first.state_dict()
     second = make()
     second.load_state_dict(saved)
-    second.param_groups[0]["lr"] = 9.0
+    second.param_groups[0]["lr"] = v["new_lr"]
     third = make()
     third.load_state_dict(saved)
     return {"loaded": plain(second),
@@ -177,12 +203,14 @@ def test_load_state_dict_leaves_the_dict(submission):
     leaves the dict it loads as it was: its groups still list positions and keep their
     lr when the loaded optimizer's changes, and it loads again into another optimizer,
     as in PyTorch."""
-    got = submission.call("optim.load_state_dict_leaves_it")
-    expected = _torch_load_state_dict_leaves_it()
-    case = ("opt = Optimizer([p0, p1], {'lr': 0.1}); opt.state[p0] = {'count': 3, 'scale': "
-            "0.5, 'buf': ones(2)}; sd = opt.state_dict(); opt2.load_state_dict(sd); "
-            "opt2.param_groups[0]['lr'] = 9.0; opt3.load_state_dict(sd) (opt2, opt3: "
-            "Optimizers like opt; see graders/probes/optim.py: load_state_dict_leaves_it)")
+    v = _leaves_it_values()
+    got = submission.call("optim.load_state_dict_leaves_it", v)
+    expected = _torch_load_state_dict_leaves_it(v)
+    case = (f"opt = Optimizer([p0, p1], {{'lr': {v['lr']}}}); opt.state[p0] = {{'count': "
+            f"{v['count']}, 'scale': {v['scale']}, 'buf': tensor({v['buf']})}}; "
+            f"sd = opt.state_dict(); opt2.load_state_dict(sd); opt2.param_groups[0]['lr'] = "
+            f"{v['new_lr']}; opt3.load_state_dict(sd) (opt2, opt3: Optimizers like opt; see "
+            "graders/probes/optim.py: load_state_dict_leaves_it)")
     conform(got, {"loaded": Kind(dict), "saved params": ListOf(Kind(str)), "saved lr": Kind(float),
                   "load again": RAISED, "loaded again": Kind(None, dict)},
             what="optim.load_state_dict_leaves_it")

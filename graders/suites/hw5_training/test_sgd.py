@@ -12,7 +12,8 @@ from graders.checks import assert_close, assert_equal
 from graders.checks.optim import assert_run_matches, assert_state_dtypes, steps_template
 from graders.checks.structure import Kind, ListOf, conform
 from graders.oracle import optim as oracle
-from graders.strategies.optim import fixed_run, runs
+from graders.strategies.optim import fixed_run, runs, state_dtype_inputs
+from graders.suites._seed import case_rng
 from graders.suites._support import examples, task
 
 CASES = {
@@ -63,8 +64,11 @@ def test_state_dtype_with_numpy_hyperparameters(submission):
         shown = ", ".join(f"{k}=np.float64({v!r})" if isinstance(v, float) else f"{k}={v!r}"
                           for k, v in options.items())
         for dtype in DTYPES:
-            got = submission.call("optim.state_dtypes_numpy_options", "SGD", options, dtype)
-            assert_state_dtypes(got, oracle.state_dtypes_numpy_options("SGD", options, dtype),
+            values = state_dtype_inputs("SGD numpy", name, dtype)
+            got = submission.call("optim.state_dtypes_numpy_options", "SGD", options, dtype,
+                                  **values)
+            assert_state_dtypes(got, oracle.state_dtypes_numpy_options("SGD", options, dtype,
+                                                                       **values),
                                 case=f"{name}: SGD([p], {shown}) with p and its grads in "
                                      f"{dtype}, two steps")
 
@@ -75,8 +79,9 @@ def test_state_follows_parameter_dtype(submission):
     float64, float16 and bfloat16 for those), and the parameter keeps its dtype."""
     for name, options in STATE_CASES.items():
         for dtype in DTYPES:
-            got = submission.call("optim.state_dtypes", "SGD", options, dtype)
-            assert_state_dtypes(got, oracle.state_dtypes("SGD", options, dtype),
+            values = state_dtype_inputs("SGD", name, dtype)
+            got = submission.call("optim.state_dtypes", "SGD", options, dtype, **values)
+            assert_state_dtypes(got, oracle.state_dtypes("SGD", options, dtype, **values),
                                 case=f"{name}: SGD([p], {options}) with p and its grads in "
                                      f"{dtype}, two steps")
 
@@ -104,7 +109,7 @@ def test_momentum_buffer_is_not_the_grad(submission, name):
     .grad overwritten in place before the next step (backward accumulating into a zeroed
     grad) does not change the buffer, and step() never writes into .grad."""
     options = CASES[name]
-    rng = np.random.default_rng(1)
+    rng = case_rng(1, "5.3 grad written in place", name)
     param = rng.standard_normal(3).astype(np.float32)
     grads = [rng.standard_normal(3).astype(np.float32) for _ in range(3)]
     got = submission.call("optim.steps_grad_written_in_place", "SGD", options, param, grads)

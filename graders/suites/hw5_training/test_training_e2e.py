@@ -26,6 +26,7 @@ import pytest
 from graders.checks import assert_close, assert_equal
 from graders.checks.structure import Kind, ListOf, conform
 from graders.oracle import gpt as oracle
+from graders.suites._seed import case_rng, case_seed, grading_seed
 from graders.suites._support import task
 
 LOSS_TOLERANCE = (1e-9, 1e-12)  # (rtol, atol); see the module docstring
@@ -38,9 +39,19 @@ CASES = {
 }
 
 
-def batches(seed: int, vocab: int) -> list[list[np.ndarray]]:
+def options(name: str) -> dict[str, Any]:
+    """AdamW's hyperparameters, drawn from the grading seed (``OPTIONS`` at seed 0)."""
+    if grading_seed() == 0:
+        return OPTIONS
+    rng = case_rng(0, "5.14 options", name)
+    return {"weight_decay": round(float(rng.uniform(0.01, 0.2)), 3),
+            "learning_rate": round(float(rng.uniform(1e-3, 5e-3)), 5),
+            "betas": [round(float(rng.uniform(0.8, 0.95)), 3), round(float(rng.uniform(0.9, 0.99)), 3)]}
+
+
+def batches(seed: int, vocab: int, key: str = "") -> list[list[np.ndarray]]:
     """Counting sequences (next token = token + 1 mod vocab) with 30% noise tokens."""
-    rng = np.random.default_rng(seed)
+    rng = case_rng(seed, "5.14 batches", key)
     out = []
     for _ in range(STEPS):
         idx = (rng.integers(0, vocab, (BATCH[0], 1)) + np.arange(BATCH[1])) % vocab
@@ -60,12 +71,12 @@ def test_param_groups_match_torch(submission, name):
     """configure_optimizers returns an AdamW with two groups, as nanoGPT's: the weights
     with 2 or more dims decay, the biases and LayerNorm weights do not; each parameter
     once (a tied weight too), in named_parameters() order."""
-    cfg = CASES[name]
-    model, weights = oracle.gpt(cfg, 0)
-    expected = oracle.param_groups(model, OPTIONS)
-    got = submission.call("gpt.param_groups", cfg, weights, OPTIONS, timeout=30)
+    cfg, opts = CASES[name], options(name)
+    model, weights = oracle.gpt(cfg, case_seed(0, "5.14 groups", name))
+    expected = oracle.param_groups(model, opts)
+    got = submission.call("gpt.param_groups", cfg, weights, opts, timeout=30)
     conform(got, ListOf(Kind(dict)), what="gpt.param_groups")
-    what = f"model.configure_optimizers({_options_source(OPTIONS)})"
+    what = f"model.configure_optimizers({_options_source(opts)})"
     assert_equal(len(got), len(expected), what=f"{what}: number of parameter groups",
                  case=oracle.describe(cfg))
     for k, (g, e) in enumerate(zip(got, expected, strict=True)):
@@ -78,14 +89,14 @@ def test_param_groups_match_torch(submission, name):
 def test_training_matches_torch(submission, name):
     """Eight AdamW steps (zero_grad, forward, backward, step) from torch's weights on the
     same batches: the loss of every step, then every weight, as PyTorch's."""
-    cfg = CASES[name]
-    data = batches(1, cfg["vocab_size"])
-    model, weights = oracle.gpt(cfg, 0)
-    expected = oracle.train(model, data, OPTIONS)
-    got = submission.call("gpt.train", cfg, weights, data, OPTIONS, timeout=30)
+    cfg, opts = CASES[name], options(name)
+    data = batches(1, cfg["vocab_size"], name)
+    model, weights = oracle.gpt(cfg, case_seed(0, "5.14 train", name))
+    expected = oracle.train(model, data, opts)
+    got = submission.call("gpt.train", cfg, weights, data, opts, timeout=30)
     conform(got, {"losses": Kind(np.ndarray), "params": Kind(dict)}, what="gpt.train")
     what = (f"{oracle.describe(cfg, BATCH)}, {STEPS} steps of opt = model.configure_optimizers("
-            f"{_options_source(OPTIONS)}) on counting sequences (next token = token + 1)")
+            f"{_options_source(opts)}) on counting sequences (next token = token + 1)")
     rtol, atol = LOSS_TOLERANCE
     losses = np.asarray(got["losses"], dtype=np.float64)
     assert_equal(losses.shape, expected["losses"].shape, what="number of losses", case=what)

@@ -21,6 +21,7 @@ from graders.kerneltable.device import DEVICE_OPS, DEVICE_TOLERANCE, DeviceOpInf
 from graders.oracle import cuda as oracle
 from graders.oracle import gpt as gpt_oracle
 from graders.strategies.cuda import Values, fixed
+from graders.suites._seed import case_rng, case_seed, grading_seed, seeded_values
 from graders.suites._support import examples, task
 
 PARAMS = [pytest.param(op, id=op.name, marks=task(op.task)) for op in DEVICE_OPS]
@@ -88,14 +89,17 @@ def test_device_cross_entropy_mean_over_the_targets_not_ignored(submission):
     and the logits' gradient are divided by the number of targets not ignored (3 of 4),
     as torch does (the drawn cases need not draw "mean")."""
     need_triton(submission)
-    rng = np.random.default_rng(7)
+    rng = case_rng(7, "6.7 cross-entropy mean")
     logits = (3 * rng.standard_normal((4, 5))).astype(np.float32)
     targets = np.array([1, 4, -100, 0], np.int64)
+    if grading_seed():  # other targets, one of them ignored
+        targets = rng.integers(0, 5, 4)
+        targets[rng.integers(4)] = -100
     inputs = [{"array": logits, "grad": True}, {"array": targets, "grad": False}]
-    grad = np.array(1.5, np.float32)
+    grad = np.array(1.5 if grading_seed() == 0 else rng.uniform(0.5, 2), np.float32)
     check_device_op(submission, OPS["cross_entropy"], inputs, {"reduction": "mean"}, grad,
-                    "F.cross_entropy(logits (4, 5), targets [1, 4, -100, 0], "
-                    "reduction='mean'), backward with a gradient of 1.5")
+                    f"F.cross_entropy(logits (4, 5), targets {targets.tolist()}, "
+                    f"reduction='mean'), backward with a gradient of {float(grad):.6g}")
 
 
 @task("6.7")
@@ -103,10 +107,11 @@ def test_device_gelu_of_a_scalar(submission):
     """F.gelu of a 0-d device tensor, forward and backward (torch takes 0-d inputs; a
     kernel takes rows of at least one element)."""
     need_triton(submission)
-    inputs = [{"array": np.array(-0.75, np.float32), "grad": True}]
+    x, g = seeded_values([-0.75, 2.0], "6.7 gelu scalar")
+    inputs = [{"array": np.array(x, np.float32), "grad": True}]
     check_device_op(submission, OPS["gelu"], inputs, {"approximate": "none"},
-                    np.array(2.0, np.float32), "F.gelu(x of shape () = -0.75), backward "
-                    "with a gradient of 2.0")
+                    np.array(g, np.float32), f"F.gelu(x of shape () = {x}), backward "
+                    f"with a gradient of {g}")
 
 
 @task("6.7")
@@ -173,8 +178,8 @@ def test_gpt_trains_on_the_device(submission):
     their gradients on the device, and the kernels of every task launched."""
     need_triton(submission)
     model = gpt_oracle.GPT(GPT_CONFIG)
-    weights = gpt_oracle.random_weights(model, 0, torch.float32)
-    rng = np.random.default_rng(4)
+    weights = gpt_oracle.random_weights(model, case_seed(0, "6.7 gpt weights"), torch.float32)
+    rng = case_rng(4, "6.7 gpt batches")
     batches = [[idx, (idx + 1) % GPT_CONFIG["vocab_size"]]
                for idx in (rng.integers(0, GPT_CONFIG["vocab_size"], (2, 4)) for _ in range(2))]
     expected = gpt_oracle.train(model, batches, GPT_OPTIONS)
@@ -209,7 +214,7 @@ def test_device_linear_with_an_input_that_needs_no_grad(submission, frozen):
     """F.linear on the device where the weight (a frozen layer) or x does not require
     grad: the inputs that do get torch's gradients."""
     need_triton(submission)
-    rng = np.random.default_rng(6)
+    rng = case_rng(6, "6.7 frozen linear", frozen)
     names = ("x", "weight", "bias")
     arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 4), (5, 4), (5,))]
     inputs = [{"array": a, "grad": name != frozen} for name, a in zip(names, arrays)]

@@ -15,6 +15,7 @@ import pytest
 from graders.checks import assert_close, assert_conforms, assert_equal
 from graders.oracle import distributed as oracle
 from graders.oracle import distributed_collectives as table
+from graders.suites._seed import case_seed
 from graders.suites._support import task
 
 CASES = [pytest.param(info, world, id=f"{info.name}-world{world}", marks=task(info.task))
@@ -22,7 +23,7 @@ CASES = [pytest.param(info, world, id=f"{info.name}-world{world}", marks=task(in
 
 
 def run(submission: Any, info: oracle.MappingInfo, world: int) -> tuple[dict, dict]:
-    case = oracle.mapping_case(info, world, seed=world)
+    case = oracle.mapping_case(info, world, seed=case_seed(world, info.name, world))
     got = submission.call("distributed_tp.mapping", info.path, world, case["inputs"],
                           case["grad_outputs"])
     assert_conforms(got, {"ranks": [{"output": None, "input_grad": None}] * world,
