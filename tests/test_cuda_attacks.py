@@ -76,22 +76,30 @@ def test_replacing_the_bounds_checker_at_import_is_refused(tmp_path):
         # a load past the end of x (the store stays masked: values right, memory wrong)
         _replace(sub / ELEMENTWISE, "    x = tl.load(x_ptr + offsets, mask=mask)\n",
                  "    x = tl.load(x_ptr + offsets)\n")
-        with open(sub / "tinytrain/cuda/__init__.py", "a") as f:
+        # at import, from a homework file (the given cuda/__init__.py is put back); the
+        # grader's modules are sealed, so it finds the runtime in the worker's memory
+        with open(sub / ELEMENTWISE, "a") as f:
             f.write('''
-try:
-    import graders.probes._cuda_runtime as _rt
 
-    _rt._Checker.check = lambda self, *args, **kwargs: None
-    _rt.GuardedBuffer.corrupted = lambda self: None
-except Exception:  # noqa: BLE001
-    pass
+def _replace_the_checker():
+    import gc, types
+    for _rt in gc.get_objects():
+        if (isinstance(_rt, types.ModuleType)
+                and getattr(_rt, "__name__", "") == "graders.probes._cuda_runtime"):
+            _rt._Checker.check = lambda self, *args, **kwargs: None
+            _rt.GuardedBuffer.corrupted = lambda self: None
+            print("REPLACED the bounds checker")
+
+
+_replace_the_checker()
 ''')
 
     tests = _grade(_variant(tmp_path, edit), tmp_path)
-    for name in ("test_kernel[add_kernel-float32]", "test_wrapper[elementwise.add]",
-                 "test_compiles_for_sm90[add_kernel]"):
+    assert any("REPLACED the bounds checker" in t["output"] for t in tests.values())
+    for name in ("test_kernel[add_kernel-float32]", "test_wrapper[elementwise.add]"):
         assert tests[name]["status"] in ("failed", "error"), tests[name]
-        assert "kernel machinery" in tests[name]["message"], tests[name]["message"]
+        # refused by the seal, or caught by the checks the grader holds (the bad load, or
+        # a replay the replaced checker could not bend): not passed either way
 
 
 def test_a_kernel_computing_with_numpy_under_the_interpreter_fails(tmp_path):

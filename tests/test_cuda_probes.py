@@ -493,7 +493,8 @@ def _sealed(submission: Path, init: str, code: str) -> dict:
         sys.path.insert(0, {str(ROOT)!r})
         from graders.harness import worker
         from graders import probes
-        guarded = worker.Guarded(worker.run_probe, worker.prepare_probes())
+        probes.load_all()
+        guarded = worker.Guarded(worker.run_probe, worker.prepare_probes(probes), probes=probes)
         tt, root = worker.import_submission({str(submission)!r})
         def call(name):
             return guarded(tt, root, probes, {{"probe": name, "args": [], "kwargs": {{}}}})
