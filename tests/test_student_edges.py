@@ -95,3 +95,22 @@ def test_a_breakpoint_says_so_in_one_line(tmp_path):
         assert "breakpoint()" in first and "tinytrain/ops/activation.py" in first
         assert not [line for line in rest if "Falsifying" in line or "Failing" in line]
     assert ROOT.exists()
+
+
+def test_a_masked_lane_bug_is_named_and_its_reproducers_fail_outside_the_grader(tmp_path):
+    """A LayerNorm kernel whose reduction reads masked-out lanes of a load without
+    ``other``: the message says so (not "never written"), and the wrapper's reproducer,
+    run by hand, shows the NaN the grader saw (the plain interpreter would give 0)."""
+    mutant = next(m for m in all_mutants() if m.id == "cuda-layernorm-masked-lanes-undefined")
+    mutant.apply(tmp_path / "sub")
+    score = grade_forked(tmp_path / "sub", tmp_path / "out", "--tasks", "6.4", "--no-shrink")
+    failed = {t["name"]: t for k in score["tasks"] for t in k["tests"] if t["status"] == "failed"}
+    kernel = failed["test_kernel[layer_norm_kernel-float32]"]["message"]
+    assert "a reduction included masked-out lanes" in kernel and "never written" not in kernel
+    wrapper = tmp_path / "out" / "repro" / reproducers.file_name(
+        "6.4", "test_wrapper[layernorm.layer_norm]")
+    done = subprocess.run([sys.executable, str(wrapper)], cwd=tmp_path / "sub",
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert "nan" in done.stdout, done.stdout

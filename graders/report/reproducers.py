@@ -67,6 +67,16 @@ def file_name(task: str, test: str) -> str:
     return f"{task}-{_UNSAFE.sub('_', test)[:120]}.py"
 
 
+# assignment 6: the kernels run as when graded (the interpreter, the bounds checker, and
+# masked-out lanes of a load without ``other`` read as NaN, not the interpreter's 0), so a
+# reproducer fails here as it failed in the grader
+KERNELS_AS_GRADED = (
+    "_os.environ.setdefault('TRITON_INTERPRET', '1')\n"
+    "from graders.probes import _cuda_runtime as _graded\n"
+    "_graded.triton_module()  # kernels run as when graded (masked-out lanes read as NaN)\n"
+)
+
+
 def render_file(task: str, test: str, script: str) -> str:
     needs = needed_tasks(script, task)
     head = [f"# reproduces {task} {test}: run it from the folder that holds tinytrain/,",
@@ -74,7 +84,8 @@ def render_file(task: str, test: str, script: str) -> str:
     if needs:
         head.append(f"# needs tasks {', '.join(needs)} (besides {task}): until they are done it "
                     "stops at their NotImplementedError")
-    return "\n".join(head) + "\n" + PRELUDE + script
+    kernels = KERNELS_AS_GRADED if task.startswith("6.") else ""
+    return "\n".join(head) + "\n" + PRELUDE + kernels + script
 
 
 def write(out: Path, score: Score) -> dict[tuple[str, str], Path]:
