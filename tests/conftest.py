@@ -37,6 +37,20 @@ def grade(submission: Path, out: Path, *args: str, timeout: float = 600,
     return score
 
 
+def wait_for_grading(pid: int, submission: Path, timeout: float) -> int:
+    """The wait status of the forked grading ``pid``; killed past ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise TimeoutError(f"grading {submission} took over {timeout} s")
+        time.sleep(0.05)
+
+
 def grade_forked(submission: Path, out: Path, *args: str, timeout: float = 600) -> dict[str, Any]:
     """Like ``grade``, but in a fork of this process, which has torch, pytest and the grader
     imported already: the many gradings of known-wrong variants skip ~3 s of start-up
@@ -58,16 +72,7 @@ def grade_forked(submission: Path, out: Path, *args: str, timeout: float = 600) 
         finally:
             sys.stdout.flush()
             os._exit(code)
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise TimeoutError(f"grading {submission} took over {timeout} s")
-        time.sleep(0.05)
+    status = wait_for_grading(pid, submission, timeout)
     score_path = out / "score.json"
     score = json.loads(score_path.read_text()) if score_path.exists() else {}
     score["_exit"] = os.waitstatus_to_exitcode(status)

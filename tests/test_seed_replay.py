@@ -25,15 +25,13 @@ import hashlib
 import json
 import os
 import pickle
-import signal
 import sys
-import time
 import traceback
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .conftest import REFERENCE, TEMPLATE
+from .conftest import REFERENCE, TEMPLATE, wait_for_grading
 
 OPTIONS = ("--profile", "quick", "--no-shrink")
 SECRET = 12345
@@ -109,16 +107,7 @@ def _grade_with(mode: str, table_path: Path, submission: Path, out: Path, seed: 
         finally:
             sys.stdout.flush()
             os._exit(code)
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise TimeoutError(f"grading {submission} took over {timeout} s")
-        time.sleep(0.05)
+    status = wait_for_grading(pid, submission, timeout)
     score_path = out / "score.json"
     score = json.loads(score_path.read_text()) if score_path.exists() else {}
     score["_exit"] = os.waitstatus_to_exitcode(status)
