@@ -76,3 +76,17 @@ def test_a_sabotaged_given_file_grades_as_the_framework(tmp_path):
     restored = score["environment"]["given_files_restored"]
     assert restored == "tinytrain/autograd/hooks.py, tinytrain/nn/container.py"
     assert json.loads((tmp_path / "out" / "results.json").read_text())["score"] == 10
+
+
+def test_a_folder_in_place_of_a_given_file_is_refused(tmp_path):
+    """Not a crash: one line, exit code 2, score files written."""
+    from .conftest import grade
+
+    sub = tmp_path / "sub"
+    shutil.copytree(TEMPLATE / "tinytrain", sub / "tinytrain")
+    (sub / "tinytrain" / "nn" / "container.py").unlink()
+    (sub / "tinytrain" / "nn" / "container.py").mkdir()
+    score = grade(sub, tmp_path / "out", "--tasks", "1.1")
+    assert score["_exit"] == 2, score["_stderr"]
+    assert score["status"] == "error" and "given files cannot be put back" in score["error"]
+    assert len(score["_stderr"].strip().splitlines()) == 1, score["_stderr"]

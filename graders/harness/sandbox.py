@@ -1120,7 +1120,11 @@ class Sandbox:
         package = self.submission / "tinytrain"
         if package.is_dir():
             _copy_package(package, self.staged / "tinytrain", owner=None)
-            self.given_restored = pristine.restore(self.staged)
+            try:
+                self.given_restored = pristine.restore(self.staged)
+            except OSError as exc:  # a folder where a given file belongs, say
+                raise SubmissionRefused(f"the framework's given files cannot be put back: "
+                                        f"{exc}") from None
             if self.given_restored:
                 shown = ", ".join(self.given_restored[:5])
                 more = len(self.given_restored) - 5
