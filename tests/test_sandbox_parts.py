@@ -132,14 +132,19 @@ def test_a_bad_seed_is_a_usage_error_with_score_files(tmp_path):
     assert json.loads((out / "score.json").read_text())["status"] == "error"
 
 
+# The outer process reaps the middle one before it exits, so when it returns the only
+# live process it left is the daemon (already reparented to the guard): no race with a
+# middle process that has not yet exited.
 DAEMON = """
 import os, sys, time
-if os.fork() == 0:
+middle = os.fork()
+if middle == 0:
     os.setsid()
     if os.fork() == 0:
         time.sleep(120)
         os._exit(0)
     os._exit(0)
+os.waitpid(middle, 0)
 """
 
 
