@@ -179,7 +179,7 @@ class ProcessGuard:
     def kill_descendants(self, keep: Iterable[int] = (), rounds: int = 100) -> int:
         """SIGKILL every descendant (except ``keep``) until none is left; the number
         killed."""
-        killed = 0
+        killed: set[int] = set()  # a process killed but not yet dead is seen again
         for attempt in range(rounds):
             found = self.descendants(keep)
             if not found:
@@ -187,10 +187,10 @@ class ProcessGuard:
             for proc in found:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(proc.pid, signal.SIGKILL)
-                    killed += 1
+                    killed.add(proc.pid)
             time.sleep(min(0.002 * attempt, 0.05))
             self.reap()
-        return killed
+        return len(killed)
 
 
 def user_processes(uid: int, keep: Iterable[int] = ()) -> list[Proc]:
