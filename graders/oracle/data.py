@@ -1,59 +1,33 @@
-"""torch.utils.data versions of the data probes, and the documented early-stopping rule."""
+"""The data scenarios (``graders.probes._data``) run with torch.utils.data, and the
+documented early-stopping rule."""
 
 from __future__ import annotations
 
 import math
 import warnings
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils import data
 
+from ..probes import _data
 
-def _describe(batch: Any) -> Any:
-    if isinstance(batch, torch.Tensor):
-        return ["tensor", str(batch.dtype).removeprefix("torch."), batch.numpy().copy()]
-    if isinstance(batch, dict):
-        return ["dict", [[str(k), _describe(v)] for k, v in batch.items()]]
-    if isinstance(batch, (list, tuple)):
-        return [type(batch).__name__, [_describe(v) for v in batch]]
-    if isinstance(batch, (str, int, float)):
-        return ["value", batch]
-    return ["other", type(batch).__name__]
+LIB = SimpleNamespace(
+    data=data,
+    tensor=torch.tensor,
+    is_tensor=lambda x: isinstance(x, torch.Tensor),
+    describe_tensor=lambda t: [str(t.dtype).removeprefix("torch."), t.numpy().copy()],
+)
 
 
 def batches(x: np.ndarray, y: np.ndarray, batch_size: int, drop_last: bool) -> dict[str, Any]:
-    ds = data.TensorDataset(torch.tensor(x), torch.tensor(y))
-    loader = data.DataLoader(ds, batch_size=batch_size, drop_last=drop_last)
-    return {
-        "len(dataset)": len(ds),
-        "dataset[1]": _describe(ds[1]),
-        "len(loader)": len(loader),
-        "batches": [_describe(b) for b in loader],
-    }
-
-
-def _samples(kind: str, i: int) -> Any:
-    vec = torch.tensor(np.arange(3, dtype=np.float32) + i)
-    if kind == "tuple":
-        return (vec, i / 2, i)
-    if kind == "dict":
-        return {"x": vec, "label": i % 3, "name": f"s{i}", "flag": i % 2 == 0}
-    if kind == "nested":
-        return [i, [float(i), 2.0 * i], np.full(2, i, np.int32)]
-    raise ValueError(kind)
+    return _data.batches(LIB, x, y, batch_size, drop_last)
 
 
 def collate(kind: str, n: int, batch_size: int) -> list[Any]:
-    class Structured(data.Dataset):
-        def __getitem__(self, i: int) -> Any:
-            return _samples(kind, i)
-
-        def __len__(self) -> int:
-            return n
-
-    return [_describe(b) for b in data.DataLoader(Structured(), batch_size=batch_size)]
+    return _data.collate(LIB, kind, n, batch_size)
 
 
 def split_sizes(n: int, lengths: list[Any]) -> list[int]:

@@ -1,65 +1,39 @@
-"""Probes for tasks 5.6 (data loading) and 5.7 (early stopping)."""
+"""Probes for tasks 5.6 (data loading) and 5.7 (early stopping); the batching and
+collation scenarios are written once in ``_data``."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from . import probe
+from . import _data, probe
 from ._observe import array, raised
 
 
-def _describe(batch: Any) -> Any:
-    """A batch as plain data: tensors become ["tensor", dtype, values]."""
-    if hasattr(batch, "data") and isinstance(batch.data, np.ndarray):
-        return ["tensor", batch.data.dtype.name, array(batch)]
-    if isinstance(batch, dict):
-        return ["dict", [[str(k), _describe(v)] for k, v in batch.items()]]
-    if isinstance(batch, (list, tuple)):
-        return [type(batch).__name__, [_describe(v) for v in batch]]
-    if isinstance(batch, (str, int, float)):
-        return ["value", batch]
-    return ["other", type(batch).__name__]
+def _lib(tt: Any) -> SimpleNamespace:
+    """The adapters ``_data`` needs, for tinytrain."""
+    return SimpleNamespace(
+        data=tt.data,
+        tensor=tt.tensor,
+        # duck-typed: any object with a NumPy ``.data`` is the submission's tensor
+        is_tensor=lambda x: hasattr(x, "data") and isinstance(x.data, np.ndarray),
+        describe_tensor=lambda t: [t.data.dtype.name, array(t)],
+    )
 
 
 @probe
 def batches(tt: Any, x: np.ndarray, y: np.ndarray, batch_size: int,
             drop_last: bool) -> dict[str, Any]:
     """DataLoader(TensorDataset(x, y), batch_size, drop_last=...) without shuffling."""
-    ds = tt.data.TensorDataset(tt.tensor(x), tt.tensor(y))
-    loader = tt.data.DataLoader(ds, batch_size=batch_size, drop_last=drop_last)
-    return {
-        "len(dataset)": len(ds),
-        "dataset[1]": _describe(ds[1]),
-        "len(loader)": len(loader),
-        "batches": [_describe(b) for b in loader],
-    }
-
-
-def _samples(kind: str, i: int, tt: Any) -> Any:
-    vec = tt.tensor(np.arange(3, dtype=np.float32) + i)
-    if kind == "tuple":
-        return (vec, i / 2, i)
-    if kind == "dict":
-        return {"x": vec, "label": i % 3, "name": f"s{i}", "flag": i % 2 == 0}
-    if kind == "nested":
-        return [i, [float(i), 2.0 * i], np.full(2, i, np.int32)]
-    raise ValueError(kind)
+    return _data.batches(_lib(tt), x, y, batch_size, drop_last)
 
 
 @probe
 def collate(tt: Any, kind: str, n: int, batch_size: int) -> list[Any]:
-    """Batches of a Dataset of structured samples (see ``_samples``), default collation."""
-
-    class Structured(tt.data.Dataset):
-        def __getitem__(self, i: int) -> Any:
-            return _samples(kind, i, tt)
-
-        def __len__(self) -> int:
-            return n
-
-    return [_describe(b) for b in tt.data.DataLoader(Structured(), batch_size=batch_size)]
+    """Batches of a Dataset of structured samples (see ``_data.sample``), default collation."""
+    return _data.collate(_lib(tt), kind, n, batch_size)
 
 
 @probe

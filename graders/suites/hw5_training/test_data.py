@@ -21,7 +21,7 @@ from graders.suites._support import examples, task
 
 
 def _assert_same_batch(got, expected, what):
-    """Compare two described batches (see graders/probes/data.py: _describe)."""
+    """Compare two described batches (see graders/probes/_data.py: describe)."""
     assert_equal(got[0], expected[0], what=f"{what}: container type")
     if expected[0] == "tensor":
         assert_equal(got[1], expected[1], what=f"{what}: dtype")
@@ -77,7 +77,7 @@ def test_default_collate(submission, kind):
     assert_equal(len(got), len(expected), what="number of batches")
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         _assert_same_batch(g, e, f"batch #{i} of {kind} samples "
-                                 "(see graders/probes/data.py: _samples)")
+                                 "(see graders/probes/_data.py: sample)")
 
 
 def _flat(epoch):
