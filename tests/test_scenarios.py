@@ -11,7 +11,7 @@ import pytest
 from .conftest import ROOT
 
 PROBES = ROOT / "graders" / "probes"
-SCENARIOS = {"_modules": "modules", "_layers": "layers", "_data": "data"}
+SCENARIOS = {"_modules": "modules", "_layers": "layers", "_data": "data", "_amp": "amp"}
 FORBIDDEN = ("torch", "tinytrain", "graders.oracle", "graders.checks", "graders.suites")
 
 
