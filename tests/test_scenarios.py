@@ -11,7 +11,7 @@ import pytest
 from .conftest import ROOT
 
 PROBES = ROOT / "graders" / "probes"
-SCENARIOS = {"_modules": "modules", "_layers": "layers", "_data": "data", "_amp": "amp"}
+SCENARIOS = {"_modules": "modules", "_layers": "layers", "_data": "data", "_amp": "amp", "_optim": "optim"}
 FORBIDDEN = ("torch", "tinytrain", "graders.oracle", "graders.checks", "graders.suites")
 
 

@@ -1,4 +1,5 @@
-"""Probes for tasks 5.2-5.5: optimizers and learning-rate schedulers.
+"""Probes for tasks 5.2-5.5: optimizers and learning-rate schedulers; the scenarios with
+a torch twin are written once in ``_optim``.
 
 Gradients are set directly on ``.grad`` (no operators, no backward), so these tasks do
 not depend on the engine or on any operator.
@@ -6,34 +7,47 @@ not depend on the engine or on any operator.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from . import probe
-from ._observe import array, raised
+from . import _optim, probe
+from ._observe import array, grad, raised
 
 
-def _params(tt: Any, groups: list[dict[str, Any]]) -> tuple[list[Any], list[dict[str, Any]]]:
-    """Parameters for each group's arrays, and the param groups to give the optimizer."""
-    flat, param_groups = [], []
-    for group in groups:
-        params = [tt.nn.Parameter(tt.tensor(np.asarray(v))) for v in group["params"]]
-        flat.extend(params)
-        param_groups.append({"params": params, **group.get("options", {})})
-    return flat, param_groups
+def _lib(tt: Any) -> SimpleNamespace:
+    """The adapters ``_optim`` needs, for tinytrain."""
 
+    def set_grad(p: Any, values: np.ndarray | None) -> None:
+        p.grad = None if values is None else tt.tensor(np.asarray(values))
 
-def _value(value: Any) -> Any:
-    if hasattr(value, "data") and isinstance(value.data, np.ndarray):
-        return array(value)
-    if isinstance(value, np.ndarray):
-        return np.array(value, copy=True)
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, float, np.number)):
-        return float(value)
-    return repr(value)
+    def set_grad_tensor(p: Any, t: Any) -> None:
+        p.grad = t
+
+    def param_copy(p: Any, float64: bool) -> Any:
+        return tt.nn.Parameter(tt.tensor(np.asarray(p.data, np.float64 if float64 else np.float32)))
+
+    return SimpleNamespace(
+        optim=tt.optim,
+        optimizer=lambda kind, groups, **options: getattr(tt.optim, kind)(groups, **options),
+        Toy=lambda *args, **kwargs: toy_class(tt)(*args, **kwargs),
+        param=lambda values: tt.nn.Parameter(tt.tensor(np.asarray(values))),
+        param_copy=param_copy,
+        param_of=tt.nn.Parameter,
+        cast=lambda values, dtype: tt.tensor(values.astype(getattr(tt, dtype).np)),
+        set_grad=set_grad,
+        set_grad_tensor=set_grad_tensor,
+        grad=grad,
+        # duck-typed: any object with a NumPy ``.data`` is the submission's tensor
+        is_tensor=lambda x: hasattr(x, "data") and isinstance(x.data, np.ndarray),
+        array=array,
+        handle=lambda p: p.data,
+        same_handle=lambda p, a: p.data is a or bool(np.shares_memory(p.data, a)),
+        dtype_name=lambda v: _dtype_name(getattr(v, "data", v)),
+        cosine=lambda opt, **args: tt.optim.lr_scheduler.get_cosine_schedule_with_warmup(
+            opt, **args),
+    )
 
 
 def _dtype_name(value: Any) -> str | None:
@@ -41,41 +55,11 @@ def _dtype_name(value: Any) -> str | None:
     return getattr(dtype, "name", None if dtype is None else str(dtype))
 
 
-def _state(opt: Any, param: Any) -> dict[str, Any]:
-    state = opt.state.get(param, {}) if hasattr(opt.state, "get") else {}
-    return {str(k): _value(v) for k, v in state.items()}
-
-
-def _set_grads(tt: Any, params: list[Any], grads: list[Any]) -> None:
-    for p, g in zip(params, grads, strict=True):
-        p.grad = None if g is None else tt.tensor(np.asarray(g))
-
-
-def _run(tt: Any, opt: Any, params: list[Any], grads: list[list[Any]]) -> list[list[Any]]:
-    """Per step: set the grads, step; then each parameter's value, its state, its .grad
-    (which step() must leave alone) and whether it was updated in place (its array is
-    the one it had before the step)."""
-    seen = []
-    for step in grads:
-        _set_grads(tt, params, step)
-        arrays = [p.data for p in params]
-        opt.step()
-        seen.append([{"param": array(p), "state": _state(opt, p),
-                      "grad": None if p._grad is None else array(p._grad),
-                      "in_place": p.data is a or bool(np.shares_memory(p.data, a))}
-                     for p, a in zip(params, arrays, strict=True)])
-    return seen
-
-
 @probe
 def steps(tt: Any, kind: str, options: dict[str, Any], groups: list[dict[str, Any]],
           grads: list[list[Any]]) -> list[list[Any]]:
-    """``tt.optim.<kind>(param_groups, **options)``; per step, set every ``.grad`` (None
-    where the step's entry is None), call ``step()``, and record each parameter and its
-    optimizer state."""
-    params, param_groups = _params(tt, groups)
-    opt = getattr(tt.optim, kind)(param_groups, **options)
-    return _run(tt, opt, params, grads)
+    """``_optim.steps`` with ``tt.optim.<kind>``."""
+    return _optim.steps(_lib(tt), kind, options, groups, grads)
 
 
 @probe
@@ -84,6 +68,7 @@ def steps_grad_written_in_place(tt: Any, kind: str, options: dict[str, Any],
     """``tt.optim.<kind>([p], **options)`` where p keeps one .grad tensor that each step
     after the first overwrites in place (as backward accumulating into a zeroed grad
     does); after each step: p, its state and its grad."""
+    lib = _lib(tt)
     p = tt.nn.Parameter(tt.tensor(np.asarray(param)))
     opt = getattr(tt.optim, kind)([p], **options)
     p.grad = tt.tensor(np.array(grads[0], copy=True))
@@ -92,7 +77,8 @@ def steps_grad_written_in_place(tt: Any, kind: str, options: dict[str, Any],
         if i:
             p.grad.data[...] = g
         opt.step()
-        seen.append({"param": array(p), "state": _state(opt, p), "grad": array(p.grad)})
+        seen.append({"param": array(p), "state": _optim.state(lib, opt, p),
+                     "grad": array(p.grad)})
     return seen
 
 
@@ -100,29 +86,15 @@ def steps_grad_written_in_place(tt: Any, kind: str, options: dict[str, Any],
 def state_dtypes(tt: Any, kind: str, options: dict[str, Any], dtype: str,
                  param: list[float] | None = None,
                  grads: list[float] | None = None) -> dict[str, Any]:
-    """Two steps of ``tt.optim.<kind>(**options)`` on a parameter of ``dtype`` (float16,
-    bfloat16 ...) with gradients of that dtype: the dtype of the parameter and of each
-    state entry afterwards. ``param`` (four values) and ``grads`` (one value per step)
-    come from the grader (a linspace and 0.5, -0.25 by default)."""
-    np_dtype = getattr(tt, dtype).np
-    start = np.linspace(-1.0, 1.0, 4) if param is None else np.asarray(param, np.float64)
-    p = tt.nn.Parameter(tt.tensor(start.astype(np_dtype)))
-    opt = getattr(tt.optim, kind)([p], **options)
-    for value in (0.5, -0.25) if grads is None else grads:
-        p.grad = tt.tensor(np.full(4, value).astype(np_dtype))
-        opt.step()
-    state = opt.state.get(p, {}) if hasattr(opt.state, "get") else {}
-    return {"param": _dtype_name(p.data),
-            "state": {str(k): _dtype_name(getattr(v, "data", v)) for k, v in state.items()}}
+    """``_optim.state_dtypes``: the dtypes of a parameter and its state after two steps."""
+    return _optim.state_dtypes(_lib(tt), kind, options, dtype, param, grads)
 
 
 @probe
 def state_dtypes_numpy_options(tt: Any, kind: str, options: dict[str, Any],
                                dtype: str, **values: Any) -> dict[str, Any]:
-    """``state_dtypes`` with each float option a NumPy float64 scalar (as ``np.logspace``
-    gives; unlike a Python float, it promotes the arrays it multiplies to float64)."""
-    options = {k: np.float64(v) if isinstance(v, float) else v for k, v in options.items()}
-    return state_dtypes(tt, kind, options, dtype, **values)
+    """``_optim.state_dtypes_numpy_options``: the float options as NumPy float64 scalars."""
+    return _optim.state_dtypes_numpy_options(_lib(tt), kind, options, dtype, **values)
 
 
 # ----- the Optimizer base class, with a small optimizer of the probe's own -------------
@@ -153,58 +125,18 @@ def toy_class(tt: Any) -> type:
     return Toy
 
 
-def _plain_state_dict(sd: dict[str, Any]) -> dict[str, Any]:
-    state = sd["state"]
-    return {
-        "state_keys": [[type(k).__name__, str(k)] for k in state],
-        "state": {str(k): {str(n): _value(v) for n, v in s.items()} for k, s in state.items()},
-        "param_groups": [{str(k): list(v) if k == "params" else _value(v)
-                          for k, v in g.items()} for g in sd["param_groups"]],
-    }
-
-
 @probe
 def toy_state_dict(tt: Any, groups: list[dict[str, Any]], grads: list[list[Any]],
                    extra_group: dict[str, Any] | None) -> dict[str, Any]:
-    """Run the Toy optimizer, optionally add a param group, and return state_dict()."""
-    params, param_groups = _params(tt, groups)
-    opt = toy_class(tt)(param_groups, lr=0.1, decay=0.5)
-    _run(tt, opt, params, grads)
-    if extra_group is not None:
-        _, [group] = _params(tt, [extra_group])
-        opt.add_param_group(group)
-    return _plain_state_dict(opt.state_dict())
+    """``_optim.toy_state_dict``: run Toy, maybe add a param group, return state_dict()."""
+    return _optim.toy_state_dict(_lib(tt), groups, grads, extra_group)
 
 
 @probe
 def toy_resume(tt: Any, groups: list[dict[str, Any]], before: list[list[Any]],
                after: list[list[Any]], float64: bool) -> dict[str, Any]:
-    """Run Toy for the ``before`` steps, save its state_dict, load it into a new Toy (other
-    lr and decay) over copies of the parameters (in float64 when asked), then run the new
-    one for the ``after`` steps."""
-    params, param_groups = _params(tt, groups)
-    toy = toy_class(tt)
-    first = toy(param_groups, lr=0.1, decay=0.5)
-    _run(tt, first, params, before)
-    saved = first.state_dict()
-    dtype = np.float64 if float64 else np.float32
-    copies, copy_groups = [], []
-    for group in first.param_groups:
-        new = [tt.nn.Parameter(tt.tensor(np.asarray(p.data, dtype=dtype)))
-               for p in group["params"]]
-        copies.extend(new)
-        copy_groups.append({"params": new})
-    second = toy(copy_groups, lr=0.7, decay=0.9)
-    second.load_state_dict(saved)
-    loaded = {
-        "hyper": [[g["lr"], g["decay"]] for g in second.param_groups],
-        "params_are_own": [all(p is q for p, q in zip(g["params"], own["params"], strict=True))
-                           for g, own in zip(second.param_groups, copy_groups, strict=True)],
-        "state": [_state(second, p) for p in copies],
-        "state_dtypes": [{str(k): _dtype_name(v) for k, v in second.state.get(p, {}).items()}
-                         for p in copies],
-    }
-    return {"loaded": loaded, "steps": _run(tt, second, copies, after)}
+    """``_optim.toy_resume``: a Toy's state_dict loaded into another Toy, which goes on."""
+    return _optim.toy_resume(_lib(tt), groups, before, after, float64)
 
 
 @probe
@@ -241,7 +173,8 @@ def load_state_dict_leaves_it(tt: Any, values: dict[str, Any] | None = None) -> 
                                    for _ in range(2)], {"lr": v["lr"]})
 
     def plain(opt: Any) -> dict[str, Any]:
-        return {str(k): _value(v) for k, v in opt.state[opt.param_groups[0]["params"][0]].items()}
+        entries = opt.state[opt.param_groups[0]["params"][0]]
+        return {str(k): _optim.value(_lib(tt), v) for k, v in entries.items()}
 
     first = make()
     state = first.state[first.param_groups[0]["params"][0]]
@@ -291,33 +224,8 @@ def zero_grad(tt: Any, shapes: list[list[int]]) -> dict[str, Any]:
 
 
 # ----- schedulers -------------------------------------------------------------------
-LAMBDAS = {
-    "exp": lambda epoch: 0.9**epoch,
-    "inverse": lambda epoch: 1.0 / (1.0 + epoch),
-    "linear": lambda epoch: max(0.0, 1.0 - epoch / 10.0),
-}
-
-
 @probe
 def schedule(tt: Any, kind: str, args: dict[str, Any], base_lrs: list[float],
              n_steps: int) -> dict[str, Any]:
-    """An SGD optimizer with one group per base lr and a scheduler; the groups' lrs and
-    get_last_lr() after construction and after each scheduler.step()."""
-    groups = [{"params": [tt.nn.Parameter(tt.tensor(np.zeros(1, np.float32)))], "lr": lr}
-              for lr in base_lrs]
-    opt = tt.optim.SGD(groups, lr=1.0)
-    sched_mod = tt.optim.lr_scheduler
-    if kind == "StepLR":
-        sched = sched_mod.StepLR(opt, **args)
-    elif kind == "LambdaLR":
-        fns = [LAMBDAS[name] for name in args["lambdas"]]
-        sched = sched_mod.LambdaLR(opt, fns if len(fns) > 1 else fns[0])
-    else:
-        sched = sched_mod.get_cosine_schedule_with_warmup(opt, **args)
-    lrs, last = [], []
-    for i in range(n_steps + 1):
-        if i:
-            sched.step()
-        lrs.append([float(g["lr"]) for g in opt.param_groups])
-        last.append([float(v) for v in sched.get_last_lr()])
-    return {"lrs": lrs, "last_lr": last}
+    """``_optim.schedule`` with ``tt.optim.lr_scheduler``."""
+    return _optim.schedule(_lib(tt), kind, args, base_lrs, n_steps)

@@ -56,7 +56,7 @@ LAMBDA_EXAMPLE = [0.5, 0.1, 0.02]
 @example(lrs=LAMBDA_EXAMPLE, per_group=True, order=sorted(oracle.LAMBDAS), n_steps=12)
 def test_lambda_lr(submission, lrs, per_group, order, n_steps):
     """LambdaLR: lr = base_lr * lr_lambda(epoch), one function for all groups or one per
-    group, each group its own (the functions are in graders/probes/optim.py: LAMBDAS)."""
+    group, each group its own (the functions are in graders/probes/_optim.py: LAMBDAS)."""
     if lrs is LAMBDA_EXAMPLE and grading_seed():  # the explicit example, drawn again
         rng = case_rng(0, "5.5 lambda example")
         lrs = [float(v) for v in rng.uniform(0.01, 1.0, 3).round(4)]
