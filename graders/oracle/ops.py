@@ -85,11 +85,6 @@ def forward(op: OpInfo, sample: Sample) -> list[np.ndarray]:
     return [_numpy(o) for o in _outputs(op.torch(*args, **kwargs))]
 
 
-def output_shape(op: OpInfo, sample: Sample) -> tuple[int, ...]:
-    """The shape of torch's differentiable output (of output 0 for other ops)."""
-    return tuple(forward(op, sample)[op.grad_output or 0].shape)
-
-
 def result_dtype(op: OpInfo, sample: Sample) -> np.dtype:
     """The dtype of torch's first output."""
     return forward(op, sample)[0].dtype
@@ -126,8 +121,8 @@ LOW_PRECISION = (np.dtype(np.float16), BFLOAT16)
 
 
 def backward_opmath(op: OpInfo, sample: Sample, grads: list[np.ndarray | None]
-                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``backward``, but for float16 and bfloat16 inputs computed by torch in float32 on
+                    ) -> list[np.ndarray]:
+    """``backward``'s input gradients, but for float16 and bfloat16 inputs computed by torch in float32 on
     the same values and rounded once to the dtypes torch gives (its "opmath", as its
     CUDA kernels and tinytrain's ``Function.apply`` compute). torch's CPU backward
     formulas for low precision round every intermediate step instead (``pow``'s
@@ -137,8 +132,7 @@ def backward_opmath(op: OpInfo, sample: Sample, grads: list[np.ndarray | None]
     low = {id(t): t.value.astype(np.float32) for t in sample.tensors()
            if t.value.dtype in LOW_PRECISION}
     if not low:
-        return backward(op, sample, grads)
-    out_dtypes = [o.dtype for o in forward(op, sample)]
+        return backward(op, sample, grads)[1]
     leaf_dtypes = [t.value.dtype for t in sample.differentiable()
                    if t.value.dtype.kind == "f" or t.value.dtype == BFLOAT16]
     wide = [None if g is None else g.astype(np.float32) if g.dtype in LOW_PRECISION else g
@@ -151,9 +145,7 @@ def backward_opmath(op: OpInfo, sample: Sample, grads: list[np.ndarray | None]
         allow_unused=True, materialize_grads=True,
     )
     with np.errstate(over="ignore"):  # beyond float16's range: inf, as torch rounds
-        outputs = [_numpy(o).astype(dt) for o, dt in zip(outs, out_dtypes, strict=True)]
-        gradients = [_numpy(g).astype(dt) for g, dt in zip(computed, leaf_dtypes, strict=True)]
-    return outputs, gradients
+        return [_numpy(g).astype(dt) for g, dt in zip(computed, leaf_dtypes, strict=True)]
 
 
 def finite_differences(op: OpInfo, sample: Sample, grads: list[np.ndarray | None],

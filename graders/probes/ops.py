@@ -223,6 +223,22 @@ _HELPERS = {
 _FACTORIES = {"forward_in_float32"}
 
 
+_UNDER: dict[str, tuple[int, list[Any]]] = {}  # prefix: (len(sys.modules), its modules)
+
+
+def _modules_under(prefix: str) -> list[Any]:
+    """The loaded modules named ``prefix`` or ``prefix.*`` (scanned again only when
+    sys.modules has grown or shrunk: a scan of every module at each probe call costs
+    more than the operator)."""
+    count = len(sys.modules)
+    cached = _UNDER.get(prefix)
+    if cached is None or cached[0] != count:
+        found = [m for n, m in list(sys.modules.items())
+                 if n == prefix or n.startswith(prefix + ".")]
+        _UNDER[prefix] = cached = (count, found)
+    return cached[1]
+
+
 @contextlib.contextmanager
 def _own_helpers(tt: Any, names: list[str]) -> Iterator[None]:
     """Put the probes' copies of the named helpers in place of the submission's in every
@@ -237,11 +253,9 @@ def _own_helpers(tt: Any, names: list[str]) -> Iterator[None]:
             original = getattr(home_module, name, None)
             if name in _FACTORIES:
                 copy = copy(home_module)
-            prefix = f"{tt.__name__}.{where}"
-            for module_name, module in list(sys.modules.items()):
-                if original is None or not (module_name == prefix
-                                            or module_name.startswith(prefix + ".")):
-                    continue
+            if original is None:
+                continue
+            for module in _modules_under(f"{tt.__name__}.{where}"):
                 if getattr(module, name, None) is original:
                     setattr(module, name, copy)
                     swapped.append((module, name, original))

@@ -128,16 +128,26 @@ def _forward_and_grads(submission: Any, op: OpInfo, sample: Sample, d: Draw,
                        grad_layout: str = "contiguous") -> tuple[Any, ...]:
     """The submission's outputs and gradients, and torch's, for random incoming grads
     (given to the submission in ``grad_layout``)."""
+    return _backward_along_axes(submission, op, sample, d, grad_values, grad_layout)[:4]
+
+
+def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
+                         grad_values: tuple[float, ...] | None = None,
+                         grad_layout: str | None = None) -> tuple[Any, ...]:
+    """``_forward_and_grads``, and the incoming gradient's layout: drawn for the
+    differentiable output's shape when ``grad_layout`` is None."""
     grads_out = oracle.grad_outputs(op, oracle.forward(op, sample), d.rng, grad_values)
+    if grad_layout is None:
+        grad_layout = d.pick(layouts_for(next(g for g in grads_out if g is not None).shape))
     expected_out, expected = oracle.backward(op, sample, grads_out)
     got = _call(submission, "backward", op, op.calls[0], sample, grads_out,
                 grad_layout=grad_layout)
     assert_conforms(got, {"outputs": None, "grads": None}, what=f"{op.name}: the observation")
     if any(t.value.dtype in LOW_PRECISION for t in sample.tensors()):
-        _, opmath = oracle.backward_opmath(op, sample, grads_out)
+        opmath = oracle.backward_opmath(op, sample, grads_out)
         expected = [_either(op, g, native, wide) for g, native, wide
                     in zip(got["grads"], expected, opmath, strict=False)] + expected[len(opmath):]
-    return got, expected_out, expected, grads_out
+    return got, expected_out, expected, grads_out, grad_layout
 
 
 def _either(op: OpInfo, got: Any, native: np.ndarray, wide: np.ndarray) -> np.ndarray:
@@ -157,12 +167,6 @@ def _either(op: OpInfo, got: Any, native: np.ndarray, wide: np.ndarray) -> np.nd
         near_wide = ((np.abs(g - w) <= atol + rtol * np.abs(w)) | (g == w)
                      | (np.isnan(g) & np.isnan(w)))
     return np.where(near_wide, wide, native).astype(native.dtype)
-
-
-def _grad_layout(d: Draw, op: OpInfo, sample: Sample) -> str:
-    """A memory layout for the incoming gradient (the differentiable output's shape)."""
-    shape = oracle.output_shape(op, sample)
-    return d.pick(layouts_for(shape))
 
 
 SPECIAL_FRACTION = 3  # one forward sample in this many gets special values
@@ -229,9 +233,8 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         float64)."""
         d = Draw(data)
         sample = op.sample(d, d.pick(op.dtypes))
-        grad_layout = _grad_layout(d, op, sample)
-        got, expected_out, expected, grads_out = _forward_and_grads(
-            submission, op, sample, d, grad_layout=grad_layout)
+        got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
+            submission, op, sample, d)
         _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out),
                      axes_note(sample, grad_layout=grad_layout), grad_layout=grad_layout)
 
