@@ -82,7 +82,7 @@ def test_special_values_reach_the_inputs():
         if kind == "neg_zero":
             assert (np.signbit(values) & (values == 0)).any()
         if kind == "neg_inf_slice":
-            assert np.isneginf(values).sum() >= 3
+            assert np.isneginf(values).any()
         assert [t.value.dtype for t in sample.tensors()] == [np.float32, np.float64]
         kinds.add(kind)
 
