@@ -38,9 +38,13 @@ def _linear_sample(d: Draw, dtype: np.dtype) -> Sample:
     return Sample((x, weight, d.tensor(d.uniform((n_out,), dtype))))
 
 
+_SAME_DTYPE = {"mixed_dtypes": "torch's matmul and linear raise for operands of different "
+                               "dtypes (no type promotion): nothing to promote"}
+
+
 LINALG = [
     OpInfo("matmul", "2.4", torch.matmul, ("tt.matmul", "Tensor.matmul", "operator.matmul"),
-           _matmul_sample, autocast="lower_precision"),
+           _matmul_sample, autocast="lower_precision", exempt=_SAME_DTYPE),
     OpInfo("linear", "2.4", F.linear, ("tt.nn.functional.linear",), _linear_sample,
-           autocast="lower_precision"),
+           autocast="lower_precision", exempt=_SAME_DTYPE),
 ]

@@ -106,7 +106,10 @@ ACTIVATIONS = [
            unary(uniform(-4, 4)), autocast="none"),
     OpInfo("tanh", "2.6", torch.tanh, ("tt.tanh", "Tensor.tanh", f"{_F}.tanh"),
            unary(uniform(-3, 3)), autocast="none"),
-    OpInfo("gelu", "2.6", F.gelu, (f"{_F}.gelu",), unary(uniform(-3, 3)), autocast="none"),
+    OpInfo("gelu", "2.6", F.gelu, (f"{_F}.gelu",), unary(uniform(-3, 3)), autocast="none",
+           exempt={k: "torch's erf gelu gives NaN at +inf and -inf (its kernel multiplies "
+                      "inf by 0 on the way), where x * Phi(x) is inf and 0 in the limit: an "
+                      "implementation artifact, out of scope" for k in ("inf", "mixed")}),
     OpInfo("gelu_tanh", "2.6", F.gelu, (f"{_F}.gelu",),
            unary(uniform(-3, 3), kwargs=lambda d: {"approximate": "tanh"}), autocast="none"),
     OpInfo("hardtanh", "2.6", F.hardtanh, (f"{_F}.hardtanh",),

@@ -10,11 +10,22 @@ from typing import Any
 
 import numpy as np
 
-from ..strategies.ops import Draw, Index, Sample, T
+from ..strategies.ops import (
+    FLOAT_DTYPES,
+    LAYOUT_WORDS,
+    LOW_PRECISION,
+    SPECIALS,
+    Draw,
+    Index,
+    Sample,
+    T,
+    is_float,
+)
 from ..suites._support import literal
 
 SampleFn = Callable[[Draw, np.dtype], Sample]
 AUTOCAST = ("lower_precision", "fp32", "promote", "none")
+AXES = ("float16", "bfloat16", "mixed_dtypes", *SPECIALS)  # what OpInfo.exempt may name
 
 
 @dataclass(frozen=True)
@@ -65,10 +76,26 @@ class OpInfo:
     view: bool = False
     errors: tuple[ErrorCase, ...] = ()
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    exempt: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.autocast not in AUTOCAST:
             raise ValueError(f"{self.name}: autocast category {self.autocast!r} not in {AUTOCAST}")
+        unknown = set(self.exempt) - set(AXES)
+        if unknown:
+            raise ValueError(f"{self.name}: exempt from unknown axes {sorted(unknown)}")
+        if not all(self.exempt.values()):
+            raise ValueError(f"{self.name}: every exemption needs its reason")
+
+    @property
+    def dtypes(self) -> tuple[np.dtype, ...]:
+        """The floating point dtypes its samples are drawn in (float32 and float64 always)."""
+        return tuple(d for d in FLOAT_DTYPES if d.name not in self.exempt)
+
+    @property
+    def specials(self) -> tuple[str, ...]:
+        """The kinds of special values its forward check puts into its inputs."""
+        return tuple(k for k in SPECIALS if k not in self.exempt)
 
     @property
     def differentiable(self) -> bool:
@@ -126,6 +153,36 @@ def describe(sample: Sample) -> str:
     return ", ".join(parts + others)
 
 
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def axes_note(sample: Sample, special: str | None = None, grad_layout: str | None = None
+              ) -> str:
+    """The axes of a sample that are not the plain case, as a failure message names them:
+    " with a strided second operand, with float16 inputs, with NaN inputs, with a
+    transposed gradient" (empty for contiguous float32/float64 inputs)."""
+    tensors = sample.tensors()
+    parts = []
+    for i, t in enumerate(tensors):
+        if t.layout == "contiguous":
+            continue
+        which = "input" if len(tensors) == 1 else (
+            f"{_ORDINALS[i] if i < len(_ORDINALS) else f'#{i + 1}'} operand")
+        word = LAYOUT_WORDS.get(t.layout, t.layout)
+        parts.append(f"with {'an' if word[0] in 'aeiou' else 'a'} {word} {which}")
+    floats = sorted({t.value.dtype.name for t in tensors if is_float(t.value.dtype)})
+    if len(floats) > 1:
+        parts.append(f"with mixed {' and '.join(floats)} inputs")
+    elif floats and floats[0] in {d.name for d in LOW_PRECISION}:
+        parts.append(f"with {floats[0]} inputs")
+    if special is not None:
+        parts.append(SPECIALS[special])
+    if grad_layout not in (None, "contiguous"):
+        word = LAYOUT_WORDS.get(grad_layout, grad_layout)
+        parts.append(f"with {'an' if word[0] in 'aeiou' else 'a'} {word} gradient")
+    return "".join(f" {p}" if not k else f", {p}" for k, p in enumerate(parts))
+
+
 def _holds_tensor(x: Any) -> bool:
     return isinstance(x, T) or (isinstance(x, (list, tuple)) and any(_holds_tensor(v) for v in x))
 
@@ -180,6 +237,21 @@ def values_source(array: np.ndarray) -> str:
     return re.sub(r"\b(inf|nan)\b", r"float('\1')", literal(array))
 
 
+def _layout_source(array: str, layout: str, ndim: int) -> str:
+    """Source for the values of ``array`` (source too) in ``layout``."""
+    if layout == "transposed":
+        return f"np.asfortranarray({array})"
+    if layout == "offset":  # a view that starts inside a larger buffer
+        index = ", ".join(["1:"] * ndim)
+        return (f"np.pad({array}, [(1, 0)] * {ndim})[{index}]" if ndim
+                else f"np.pad({array}.reshape(1), (1, 0))[1:].reshape(())")
+    if layout == "flipped":  # negative strides
+        return f"np.flip(np.flip({array}).copy())"
+    if layout == "sliced":
+        return f"np.repeat({array}, 2, axis=-1)[..., ::2]"
+    return array
+
+
 def _tensor_source(t: T, name: str, with_grad: bool, contiguous: bool = False,
                    values: str | None = None) -> str:
     dtype = t.value.dtype.name
@@ -188,23 +260,22 @@ def _tensor_source(t: T, name: str, with_grad: bool, contiguous: bool = False,
         grad = ", requires_grad=True" if with_grad and t.grad else ""
         return f"{name} = tt.tensor({values}, dtype=tt.{dtype}{grad})"
     array = f"np.array({values}, dtype=tt.{dtype}.np)"  # (NumPy has no bfloat16 of its own)
-    if t.layout == "transposed":
-        array = f"np.asfortranarray({array})"
-    else:
-        array = f"np.repeat({array}, 2, axis=-1)[..., ::2]"
+    array = _layout_source(array, t.layout, t.value.ndim)
     grad = ".requires_grad_()" if with_grad and t.grad else ""
     return f"{name} = tt.Tensor({array}){grad}  # {t.layout}: not C-contiguous"
 
 
 def reproducer(call: str, sample: Sample, grad_outputs: list[np.ndarray | None] | None = None,
                n_outputs: int = 1, *, view: bool = False, raises: str | None = None,
-               setup: tuple[str, ...] = (), values: dict[str, str] | None = None) -> str:
+               setup: tuple[str, ...] = (), values: dict[str, str] | None = None,
+               grad_layout: str = "contiguous") -> str:
     """A tinytrain script a student can run: the inputs, the call, and (with
     ``grad_outputs``) the backward and the gradients; with ``view``, whether the output
     is a view of the first input; with ``raises`` (what PyTorch raises), the exception.
     ``values``: NumPy expressions for the values of some inputs (by name: x, y, ...),
     after the ``setup`` lines, instead of literals (large drawn inputs: a seeded
-    generator gives the same values in a few characters)."""
+    generator gives the same values in a few characters). ``grad_layout``: the memory
+    layout of the incoming gradient."""
     names = tensor_names(sample)
     lines = ["import numpy as np", "import tinytrain as tt", *setup]
     backward = grad_outputs is not None
@@ -231,7 +302,13 @@ def reproducer(call: str, sample: Sample, grad_outputs: list[np.ndarray | None] 
         return "\n".join(lines)
     k, grad = next((k, g) for k, g in enumerate(grad_outputs) if g is not None)
     target = f"out[{k}]" if n_outputs > 1 else "out"
-    lines.append(f"{target}.backward(tt.tensor({values_source(grad)}, dtype=tt.{grad.dtype.name}))")
+    if grad_layout == "contiguous":
+        lines.append(f"{target}.backward(tt.tensor({values_source(grad)}, "
+                     f"dtype=tt.{grad.dtype.name}))")
+    else:
+        array = _layout_source(f"np.array({values_source(grad)}, dtype=tt.{grad.dtype.name}.np)",
+                               grad_layout, grad.ndim)
+        lines.append(f"{target}.backward(tt.Tensor({array}))  # {grad_layout} gradient")
     wanted = [names[id(t)] for t in sample.differentiable()]
     lines.append("print(" + ", ".join(f"{n}.grad" for n in wanted) + ")")
     return "\n".join(lines)

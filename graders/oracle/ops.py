@@ -59,6 +59,13 @@ def with_layout(value: np.ndarray, layout: str = "contiguous") -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(value.transpose())).permute(dims).detach()
     if layout == "sliced":
         return torch.from_numpy(np.repeat(value, 2, axis=-1))[..., ::2].detach()
+    if layout == "offset":  # a view one element into each dim of a larger buffer
+        base = torch.zeros(tuple(n + 1 for n in value.shape) or (2,),
+                           dtype=torch.from_numpy(value[None]).dtype)
+        view = base[(slice(1, None),) * value.ndim] if value.ndim else base[1:].reshape(())
+        view.copy_(torch.from_numpy(np.array(value, copy=True)))
+        return view.detach()
+    # contiguous; and flipped: torch has no negative strides, and its values are the same
     return torch.from_numpy(np.array(value, copy=True))
 
 
@@ -67,6 +74,8 @@ def _outputs(result: Any) -> list[torch.Tensor]:
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
+    if t.dtype == torch.bfloat16:  # NumPy has no bfloat16: through float32 (exact)
+        return t.detach().float().numpy().astype(BFLOAT16)
     return np.array(t.detach().numpy(), copy=True)
 
 
@@ -74,6 +83,11 @@ def forward(op: OpInfo, sample: Sample) -> list[np.ndarray]:
     """torch's outputs for the sample."""
     args, kwargs, _ = torch_args(sample, requires_grad=False)
     return [_numpy(o) for o in _outputs(op.torch(*args, **kwargs))]
+
+
+def result_dtype(op: OpInfo, sample: Sample) -> np.dtype:
+    """The dtype of torch's first output."""
+    return forward(op, sample)[0].dtype
 
 
 def grad_outputs(op: OpInfo, outputs: list[np.ndarray], rng: np.random.Generator,
@@ -95,12 +109,43 @@ def backward(op: OpInfo, sample: Sample, grads: list[np.ndarray | None]
     """torch's outputs and the gradient of every differentiable input."""
     args, kwargs, leaves = torch_args(sample)
     outs = _outputs(op.torch(*args, **kwargs))
-    pairs = [(o, torch.from_numpy(g)) for o, g in zip(outs, grads, strict=True) if g is not None]
+    pairs = [(o, with_layout(g)) for o, g in zip(outs, grads, strict=True) if g is not None]
     computed = torch.autograd.grad(
         [o for o, _ in pairs], leaves, [g for _, g in pairs],
         allow_unused=True, materialize_grads=True,
     )
     return [_numpy(o) for o in outs], [_numpy(g) for g in computed]
+
+
+LOW_PRECISION = (np.dtype(np.float16), BFLOAT16)
+
+
+def backward_opmath(op: OpInfo, sample: Sample, grads: list[np.ndarray | None]
+                    ) -> list[np.ndarray]:
+    """``backward``'s input gradients, but for float16 and bfloat16 inputs computed by torch in float32 on
+    the same values and rounded once to the dtypes torch gives (its "opmath", as its
+    CUDA kernels and tinytrain's ``Function.apply`` compute). torch's CPU backward
+    formulas for low precision round every intermediate step instead (``pow``'s
+    ``grad * b * a ** (b - 1)`` is three roundings; var's ``x - mean`` cancels in
+    float16), a few ulps from the correctly rounded gradient, which the dtype's
+    tolerance of one ulp or two cannot absorb."""
+    low = {id(t): t.value.astype(np.float32) for t in sample.tensors()
+           if t.value.dtype in LOW_PRECISION}
+    if not low:
+        return backward(op, sample, grads)[1]
+    leaf_dtypes = [t.value.dtype for t in sample.differentiable()
+                   if t.value.dtype.kind == "f" or t.value.dtype == BFLOAT16]
+    wide = [None if g is None else g.astype(np.float32) if g.dtype in LOW_PRECISION else g
+            for g in grads]
+    args, kwargs, leaves = torch_args(sample, values=low)
+    outs = _outputs(op.torch(*args, **kwargs))
+    pairs = [(o, with_layout(g)) for o, g in zip(outs, wide, strict=True) if g is not None]
+    computed = torch.autograd.grad(
+        [o for o, _ in pairs], leaves, [g for _, g in pairs],
+        allow_unused=True, materialize_grads=True,
+    )
+    with np.errstate(over="ignore"):  # beyond float16's range: inf, as torch rounds
+        return [_numpy(g).astype(dt) for g, dt in zip(computed, leaf_dtypes, strict=True)]
 
 
 def finite_differences(op: OpInfo, sample: Sample, grads: list[np.ndarray | None],

@@ -12,7 +12,13 @@ several Functions (a composite) is graded through the real engine instead.
 Isolation from the other tasks of assignment 2: a helper that belongs to one task and
 that operators of other tasks call (2.1's ``sum_to_shape``, which matmul's backward
 uses) is replaced, while those operators run, by the probes' own copy (``own_helpers``,
-named by the grader).
+named by the grader). Likewise from assignment 4: a float16 or bfloat16 call computes
+in float32 through ``Function.apply``'s opmath (task 4.1's ``forward_in_float32``),
+which the probes' copy replaces while an operator of another task runs.
+
+Layouts: each tensor argument arrives contiguous (the wire keeps values, not strides)
+with the name of its layout, and ``layout`` rebuilds it here; ``tt.Tensor`` keeps the
+view as it is given.
 """
 
 from __future__ import annotations
@@ -30,11 +36,32 @@ import numpy as np
 from . import probe
 from ._observe import array, grad, raised
 
+
+def _offset(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in a view that starts inside a larger buffer (``base[1:, 1:]``; for
+    0-d, one element into a buffer of two)."""
+    if a.ndim == 0:
+        base = np.zeros(2, a.dtype)
+        view = base[1:].reshape(())
+    else:
+        base = np.zeros(tuple(n + 1 for n in a.shape), a.dtype)
+        view = base[(slice(1, None),) * a.ndim]
+    view[...] = a
+    return view
+
+
 _LAYOUTS = {
     "contiguous": lambda a: a,
     "transposed": np.asfortranarray,  # the transpose of a C-contiguous array
     "sliced": lambda a: np.repeat(a, 2, axis=-1)[..., ::2],  # every other element
+    "offset": _offset,
+    "flipped": lambda a: np.flip(np.flip(a).copy()),  # negative strides in every dim
 }
+
+
+def layout(a: np.ndarray, name: str) -> np.ndarray:
+    """``a``'s values in the memory layout ``name`` (one of the grader's LAYOUTS)."""
+    return _LAYOUTS[name](np.asarray(a))
 
 
 class _Inputs:
@@ -122,16 +149,22 @@ def _run_isolated(tt: Any, call: str, inputs: _Inputs) -> tuple[Any, _Capture]:
 
 
 def _direct_backward(capture: _Capture, inputs: _Inputs,
-                     grad_outputs: list[np.ndarray | None]) -> list[np.ndarray | None]:
+                     grad_outputs: list[np.ndarray | None],
+                     grad_layout: str = "contiguous") -> list[np.ndarray | None]:
     """Call the one Function's backward with the incoming gradients (zeros for outputs
-    that get none, as the engine does) and collect each wanted input's gradient."""
+    that get none, as the engine does; each given one in ``grad_layout``) and collect
+    each wanted input's gradient. A call that ran in float32 for low-precision inputs
+    (opmath) gets float32 gradients, as the engine gives it."""
     ctx, args, outputs = capture.calls[0]
     grads = []
     for k, out in enumerate(outputs):
         given = grad_outputs[k] if k < len(grad_outputs) else None
         data = out.data
         grads.append(np.zeros(data.shape, data.dtype) if given is None
-                     else np.asarray(given, dtype=data.dtype))
+                     else layout(np.asarray(given, dtype=data.dtype), grad_layout))
+    if getattr(ctx, "_opmath", False):
+        grads = [g.astype(np.float32) if g.dtype.name in ("float16", "bfloat16") else g
+                 for g in grads]
     result = type(ctx)._function.backward(ctx, *grads)
     if not isinstance(result, tuple):
         result = (result,)
@@ -139,7 +172,8 @@ def _direct_backward(capture: _Capture, inputs: _Inputs,
     for arg, g in zip(args, result, strict=False):  # trailing Nones may be left out
         if g is None or id(arg) not in capture.wanted_ids:
             continue
-        g = np.asarray(getattr(g, "data", g))
+        # (an ndarray's own .data is a memoryview, which bfloat16 cannot give)
+        g = g if isinstance(g, np.ndarray) else np.asarray(getattr(g, "data", g))
         if g.shape == arg.data.shape:  # the engine casts a well-shaped gradient, too
             g = g.astype(arg.data.dtype, copy=False)
         found[id(arg)] = found[id(arg)] + g if id(arg) in found else g
@@ -159,24 +193,69 @@ def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return grad.sum(axis=stretched, keepdims=True) if stretched else grad
 
 
-_HELPERS = {"sum_to_shape": ("ops._helpers", _sum_to_shape)}  # name: (its module, our copy)
+def _forward_in_float32(function_module: Any) -> Any:
+    """The probes' copy of ``Function.apply``'s opmath (task 4.1's
+    ``forward_in_float32``, the part before its given lines): forward runs on float32
+    stand-ins of low-precision inputs and its outputs are rounded once; built on the
+    submission's own given helpers of ``function_module``."""
+
+    def forward_in_float32(cls: Any, ctx: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                           dtype: np.dtype) -> Any:
+        wide = tuple(function_module._float32_alias(a) for a in args)
+        result = cls.forward(ctx, *wide, **kwargs)
+        single = not isinstance(result, tuple)
+        raw = (result,) if single else result
+        rounded = tuple(function_module._round_to(r, dtype) for r in raw)
+        standins = {id(w): a for w, a in zip(wide, args, strict=True) if w is not a}
+        standins.update({id(r): o for r, o in zip(raw, rounded, strict=True)})
+        ctx._to_save = tuple(standins.get(id(x), x) for x in ctx._to_save)
+        ctx._opmath = True
+        return rounded[0] if single else rounded
+
+    return forward_in_float32
+
+
+# name: (its module, our copy (or a factory of it, given that module), where it is looked up)
+_HELPERS = {
+    "sum_to_shape": ("ops._helpers", _sum_to_shape, "ops"),
+    "forward_in_float32": ("autograd.function", _forward_in_float32, "autograd.function"),
+}
+_FACTORIES = {"forward_in_float32"}
+
+
+_UNDER: dict[str, tuple[int, list[Any]]] = {}  # prefix: (len(sys.modules), its modules)
+
+
+def _modules_under(prefix: str) -> list[Any]:
+    """The loaded modules named ``prefix`` or ``prefix.*`` (scanned again only when
+    sys.modules has grown or shrunk: a scan of every module at each probe call costs
+    more than the operator)."""
+    count = len(sys.modules)
+    cached = _UNDER.get(prefix)
+    if cached is None or cached[0] != count:
+        found = [m for n, m in list(sys.modules.items())
+                 if n == prefix or n.startswith(prefix + ".")]
+        _UNDER[prefix] = cached = (count, found)
+    return cached[1]
 
 
 @contextlib.contextmanager
 def _own_helpers(tt: Any, names: list[str]) -> Iterator[None]:
     """Put the probes' copies of the named helpers in place of the submission's in every
-    loaded module of ``tt.ops`` that holds the submission's (the operators look them up
-    as module globals at each call), and put the originals back afterwards."""
+    loaded module (of ``tt.ops`` for sum_to_shape, the helper's own module for
+    forward_in_float32) that holds the submission's (they are looked up as module
+    globals at each call), and put the originals back afterwards."""
     swapped = []
     try:
         for name in names:
-            home, copy = _HELPERS[name]
-            original = getattr(importlib.import_module(f"{tt.__name__}.{home}"), name, None)
-            prefix = f"{tt.__name__}.ops"
-            for module_name, module in list(sys.modules.items()):
-                if original is None or not (module_name == prefix
-                                            or module_name.startswith(prefix + ".")):
-                    continue
+            home, copy, where = _HELPERS[name]
+            home_module = importlib.import_module(f"{tt.__name__}.{home}")
+            original = getattr(home_module, name, None)
+            if name in _FACTORIES:
+                copy = copy(home_module)
+            if original is None:
+                continue
+            for module in _modules_under(f"{tt.__name__}.{where}"):
                 if getattr(module, name, None) is original:
                     setattr(module, name, copy)
                     swapped.append((module, name, original))
@@ -210,19 +289,22 @@ def forward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any]) -> dict
 @probe
 @_with_own_helpers
 def backward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any],
-             grad_outputs: list[np.ndarray | None]) -> dict[str, Any]:
-    """Outputs, and the gradient of each wanted input for ``grad_outputs``: from the
-    Function's own backward when one Function ran, else through the engine."""
+             grad_outputs: list[np.ndarray | None], grad_layout: str = "contiguous"
+             ) -> dict[str, Any]:
+    """Outputs, and the gradient of each wanted input for ``grad_outputs`` (each given
+    in the memory layout ``grad_layout``): from the Function's own backward when one
+    Function ran, else through the engine."""
     inputs = _Inputs(tt, args, kwargs, requires_grad=True)
     result, capture = _run_isolated(tt, call, inputs)
     outputs = [array(o) for o in _outputs(result)]
     if len(capture.calls) == 1:
-        return {"outputs": outputs, "grads": _direct_backward(capture, inputs, grad_outputs),
+        return {"outputs": outputs,
+                "grads": _direct_backward(capture, inputs, grad_outputs, grad_layout),
                 "path": "isolated"}
     inputs = _Inputs(tt, args, kwargs, requires_grad=True)
     results = _outputs(_invoke(tt, call, inputs.args, inputs.kwargs))
-    roots = [(o, tt.tensor(g)) for o, g in zip(results, grad_outputs, strict=False)
-             if g is not None]
+    roots = [(o, tt.Tensor(layout(np.asarray(g), grad_layout)))
+             for o, g in zip(results, grad_outputs, strict=False) if g is not None]
     tt.autograd.backward([o for o, _ in roots], [g for _, g in roots])
     return {"outputs": outputs, "grads": [grad(t) for t in inputs.wanted], "path": "engine"}
 

@@ -1,9 +1,16 @@
 """Drawing operator inputs: shapes and structure through Hypothesis, values from a NumPy
 generator seeded by Hypothesis (fast, and still replayed exactly from the seed).
 
-A sample's tensors carry a memory layout: "contiguous", "transposed" (Fortran order: the
-transpose of a contiguous array) or "sliced" (every other element of a wider array).
-The probe rebuilds each layout with ``tt.Tensor(numpy_view)``; the values are the same.
+A sample's tensors carry a memory layout, drawn for each tensor argument on its own:
+"contiguous", "transposed" (Fortran order: the transpose of a contiguous array), "sliced"
+(every other element of a wider array), "offset" (a view that starts inside a larger
+buffer: ``base[1:, 1:]``) or "flipped" (negative strides: the reversal of a reversed
+copy). The probe rebuilds each layout with ``tt.Tensor(numpy_view)``; the values are the
+same. The incoming gradient of a backward check gets a layout too.
+
+The value axis: ``special_values`` puts NaN, +-inf, -0.0 or a slice of all -inf into a
+sample's floating point inputs (forward checks on a fraction of samples). The dtype axis:
+float16 and bfloat16 beside float32 and float64 (``FLOAT_DTYPES``).
 """
 
 from __future__ import annotations
@@ -11,11 +18,43 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-LAYOUTS = ("contiguous", "transposed", "sliced")
+LAYOUTS = ("contiguous", "transposed", "sliced", "offset", "flipped")
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+FLOAT_DTYPES = DTYPES + LOW_PRECISION
+# the kinds of special values (``Draw.special_values``), as failure messages name them
+SPECIALS = {
+    "nan": "with NaN inputs",
+    "inf": "with +-inf inputs",
+    "neg_zero": "with -0.0 inputs",
+    "neg_inf_slice": "with a slice of all -inf",
+    "mixed": "with NaN, +-inf and -0.0 inputs",
+}
+LAYOUT_WORDS = {"transposed": "transposed", "sliced": "strided", "offset": "offset",
+                "flipped": "negative-stride (flipped)"}
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """float16, bfloat16 (whose NumPy kind is "V"), float32 or float64."""
+    return np.dtype(dtype) in FLOAT_DTYPES
+
+
+def layouts_for(shape: tuple[int, ...]) -> list[str]:
+    """The layouts an array of ``shape`` can take that differ from contiguous (a 0-d
+    or empty array has one layout only; transposing needs two dims)."""
+    ndim, size = len(shape), int(np.prod(shape)) if shape else 1
+    options = ["contiguous"]
+    if ndim >= 2 and size:
+        options.append("transposed")
+    if ndim >= 1 and size:
+        options += ["sliced", "offset"]
+    if ndim >= 1 and size > 1:
+        options.append("flipped")
+    return options
 
 
 @dataclass
@@ -141,10 +180,36 @@ class Draw:
     def tensor(self, value: np.ndarray, grad: bool = True, layout: str | None = None) -> T:
         """A tensor argument with a drawn layout (or the one given)."""
         if layout is None:
-            options = ["contiguous"]
-            if value.ndim >= 2 and value.size:
-                options.append("transposed")
-            if value.ndim >= 1 and value.size:
-                options.append("sliced")
-            layout = self.pick(options)
+            layout = self.pick(layouts_for(np.shape(value)))
         return T(value, grad, layout)
+
+    def special_values(self, sample: Sample, kinds: Any = tuple(SPECIALS)) -> str | None:
+        """Put special values into the floating point inputs of ``sample`` (in place):
+        NaN, +-inf, -0.0, all of them, or a slice of all -inf (a hyperplane of one
+        input: for a reduction or softmax over any other dim, whole slices of -inf).
+        ``kinds``: those to draw from. Returns the kind (a key of SPECIALS), or None when
+        no input has elements."""
+        floats = [t for t in sample.tensors() if is_float(t.value.dtype) and t.value.size]
+        if not floats:
+            return None
+        kind = self.pick(list(kinds))
+        chosen = [t for t in floats if self.flag()] or [floats[self.integer(0, len(floats) - 1)]]
+        for t in chosen:
+            value = t.value.astype(np.float64)
+            flat = value.reshape(-1)
+            if kind == "neg_inf_slice":
+                if value.ndim and self.flag():
+                    axis = self.integer(0, value.ndim - 1)
+                    index = [slice(None)] * value.ndim
+                    index[axis] = self.integer(0, value.shape[axis] - 1)
+                    value[tuple(index)] = -np.inf
+                else:
+                    value[...] = -np.inf
+            else:
+                pool = {"nan": [np.nan], "inf": [np.inf, -np.inf], "neg_zero": [-0.0],
+                        "mixed": [np.nan, np.inf, -np.inf, -0.0]}[kind]
+                hit = self.rng.random(flat.size) < 0.3
+                hit[self.rng.integers(flat.size)] = True
+                flat[hit] = self.rng.choice(pool, int(hit.sum()))
+            t.value = value.astype(t.value.dtype)
+        return kind

@@ -28,13 +28,28 @@ from graders.checks import (
     assert_raises_like,
     running_example,
 )
+from graders.checks.compare import tolerance
 from graders.optable import OPS
-from graders.optable.spec import OpInfo, describe, reproducer, tensor_names, to_wire
+from graders.optable.spec import (
+    OpInfo,
+    axes_note,
+    describe,
+    reproducer,
+    tensor_names,
+    to_wire,
+)
 from graders.oracle import ops as oracle
-from graders.strategies.ops import DTYPES, Draw, Sample
+from graders.strategies.ops import DTYPES, LOW_PRECISION, Draw, Sample, is_float, layouts_for
 from graders.suites._support import examples, task
 
 GRADCHECK_TOLERANCE = (1e-3, 1e-5)  # torch.autograd.gradcheck's (rtol, atol)
+# float16 and bfloat16 gradients: four ulps (eps 2**-10 and 2**-7) relative, and one ulp
+# of the operands' scale (about 1) absolute. Correct backward formulas round their
+# intermediates differently (torch's CPU formulas round every step; tinytrain's opmath
+# computes in float32 from the saved low-precision result; a view's backward sums in the
+# gradient's dtype), and a sum of low-precision terms that cancels is off by an ulp of
+# its terms, not of its result: torch.testing's defaults (about one ulp) fail correct code.
+LOW_PRECISION_GRAD_TOLERANCE = {"float16": (4e-3, 1e-3), "bfloat16": (3.2e-2, 8e-3)}
 
 
 def _params(ops: list[OpInfo]) -> list[Any]:
@@ -50,18 +65,23 @@ def _cases(ops: list[OpInfo], attribute: str) -> list[Any]:
 # backward reduces broadcast batch dims with 2.1's sum_to_shape): while an operator of
 # another task runs, the probe puts its own copy in their place, so a 2.1 mistake costs
 # 2.1 only.
-HELPER_TASKS = {"sum_to_shape": "2.1"}
+# Likewise a float16 or bfloat16 call computes in float32 through Function.apply's opmath,
+# task 4.1's forward_in_float32: the low-precision samples of other tasks' operators run
+# with the probes' copy of it.
+HELPER_TASKS = {"sum_to_shape": "2.1", "forward_in_float32": "4.1"}
 
 
 def _call(submission: Any, probe: str, op: OpInfo, call: str, sample: Sample,
-          *extra: Any) -> Any:
+          *extra: Any, grad_layout: str = "contiguous") -> Any:
     own = [name for name, owner in HELPER_TASKS.items() if owner != op.task]
     # the backward probe's first extra argument is the incoming gradient of each output
     grads_out = extra[0] if probe == "backward" else None
+    more = {"grad_layout": grad_layout} if probe == "backward" else {}
     with running_example(lambda: describe(sample), lambda: reproducer(
-            call, sample, grads_out, len(grads_out) if grads_out else 1)):
+            call, sample, grads_out, len(grads_out) if grads_out else 1,
+            grad_layout=grad_layout)):
         return submission.call(f"ops.{probe}", call, list(to_wire(sample.args)),
-                               to_wire(sample.kwargs), *extra, own_helpers=own)
+                               to_wire(sample.kwargs), *extra, own_helpers=own, **more)
 
 
 def _check_outputs(op: OpInfo, call: str, sample: Sample, got: list[np.ndarray],
@@ -81,15 +101,17 @@ def _check_outputs(op: OpInfo, call: str, sample: Sample, got: list[np.ndarray],
 def _check_grads(op: OpInfo, sample: Sample, got: list[Any], expected: list[np.ndarray],
                  grads_out: list[np.ndarray | None], n_outputs: int, note: str = "",
                  tolerance: tuple[float, float] | None = None,
-                 against: str = "PyTorch") -> None:
+                 against: str = "PyTorch", grad_layout: str = "contiguous") -> None:
     names = tensor_names(sample)
     case = describe(sample)
-    repro = reproducer(op.calls[0], sample, grads_out, n_outputs)
+    repro = reproducer(op.calls[0], sample, grads_out, n_outputs, grad_layout=grad_layout)
     # one entry per input gradient (each then compared by assert_close, which also
     # checks it is an array of the right shape)
     assert_conforms(got, [None] * len(expected), what=f"{op.name}: the input gradients")
     for t, g, e in zip(sample.differentiable(), got, expected, strict=True):
         rtol, atol = tolerance or op.tolerance(e.dtype)
+        if rtol is None and atol is None:
+            rtol, atol = LOW_PRECISION_GRAD_TOLERANCE.get(e.dtype.name, (None, None))
         assert_close(g, e, what=f"{op.name}: gradient of {names[id(t)]}{note}", rtol=rtol,
                      atol=atol, case=case, reproducer=repro, against=against)
 
@@ -102,13 +124,82 @@ def _raises(exc_type: str | None, contains: tuple[str, ...]) -> str:
 
 
 def _forward_and_grads(submission: Any, op: OpInfo, sample: Sample, d: Draw,
-                       grad_values: tuple[float, ...] | None = None) -> tuple[Any, ...]:
-    """The submission's outputs and gradients, and torch's, for random incoming grads."""
+                       grad_values: tuple[float, ...] | None = None,
+                       grad_layout: str = "contiguous") -> tuple[Any, ...]:
+    """The submission's outputs and gradients, and torch's, for random incoming grads
+    (given to the submission in ``grad_layout``)."""
+    return _backward_along_axes(submission, op, sample, d, grad_values, grad_layout)[:4]
+
+
+def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
+                         grad_values: tuple[float, ...] | None = None,
+                         grad_layout: str | None = None) -> tuple[Any, ...]:
+    """``_forward_and_grads``, and the incoming gradient's layout: drawn for the
+    differentiable output's shape when ``grad_layout`` is None."""
     grads_out = oracle.grad_outputs(op, oracle.forward(op, sample), d.rng, grad_values)
+    if grad_layout is None:
+        grad_layout = d.pick(layouts_for(next(g for g in grads_out if g is not None).shape))
     expected_out, expected = oracle.backward(op, sample, grads_out)
-    got = _call(submission, "backward", op, op.calls[0], sample, grads_out)
+    got = _call(submission, "backward", op, op.calls[0], sample, grads_out,
+                grad_layout=grad_layout)
     assert_conforms(got, {"outputs": None, "grads": None}, what=f"{op.name}: the observation")
-    return got, expected_out, expected, grads_out
+    if any(t.value.dtype in LOW_PRECISION for t in sample.tensors()):
+        opmath = oracle.backward_opmath(op, sample, grads_out)
+        expected = [_either(op, g, native, wide) for g, native, wide
+                    in zip(got["grads"], expected, opmath, strict=False)] + expected[len(opmath):]
+    return got, expected_out, expected, grads_out, grad_layout
+
+
+def _either(op: OpInfo, got: Any, native: np.ndarray, wide: np.ndarray) -> np.ndarray:
+    """For a float16 or bfloat16 gradient: torch's own (its CPU backward formulas round
+    every intermediate step, and use the saved low-precision result) or torch's float32
+    gradient of the same values rounded once (opmath, as tinytrain computes): correct
+    implementations land near one or the other, a few ulps apart, more than the dtype's
+    tolerance. Element by element, the one ``got`` is closer to; the message then names
+    torch's own where neither is close."""
+    if not isinstance(got, np.ndarray) or got.shape != native.shape or wide.shape != native.shape:
+        return native
+    rtol, atol = op.tolerance(native.dtype)
+    default = LOW_PRECISION_GRAD_TOLERANCE.get(native.dtype.name, tolerance(native.dtype.name))
+    rtol, atol = default[0] if rtol is None else rtol, default[1] if atol is None else atol
+    g, w = got.astype(np.float64), wide.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        near_wide = ((np.abs(g - w) <= atol + rtol * np.abs(w)) | (g == w)
+                     | (np.isnan(g) & np.isnan(w)))
+    return np.where(near_wide, wide, native).astype(native.dtype)
+
+
+SPECIAL_FRACTION = 3  # one forward sample in this many gets special values
+
+
+def _mix_dtypes(d: Draw, op: OpInfo, sample: Sample) -> None:
+    """Sometimes give the floating point tensor arguments different dtypes (in place):
+    the result dtype must follow torch's type promotion. Never where the promoted result
+    is float16 or bfloat16 (a wider operand then computes through task 4.1's opmath in
+    ``apply_binary``), and never float16 with bfloat16 (their promotion is task 4.1's)."""
+    floats = [t for t in sample.tensors() if is_float(t.value.dtype)]
+    if "mixed_dtypes" in op.exempt or len(floats) < 2 or d.integer(0, 2):
+        return
+    original = [t.value for t in floats]
+    for t in floats:
+        if d.flag():
+            t.value = t.value.astype(np.float64).astype(d.pick(op.dtypes))
+    names = {t.value.dtype.name for t in floats}
+    if (len(names) > 1 and {"float16", "bfloat16"} <= names) or (
+            len(names) > 1 and oracle.result_dtype(op, sample).name in ("float16", "bfloat16")):
+        for t, value in zip(floats, original, strict=True):
+            t.value = value
+
+
+def _draw_forward_sample(d: Draw, op: OpInfo) -> tuple[Sample, str | None]:
+    """A forward sample along every axis: a dtype from the op's dtypes, maybe mixed
+    dtypes, and in one sample in SPECIAL_FRACTION special values (the kind, or None)."""
+    sample = op.sample(d, d.pick(op.dtypes))
+    _mix_dtypes(d, op, sample)
+    special = None
+    if op.specials and d.integer(0, SPECIAL_FRACTION - 1) == 0:
+        special = d.special_values(sample, op.specials)
+    return sample, special
 
 
 def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
@@ -121,24 +212,31 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     @settings(max_examples=examples(12))
     @given(data=st.data())
     def test_forward(submission, op, data):
-        """Forward values and dtypes match torch, through every tinytrain spelling of the op."""
+        """Forward values and dtypes match torch, through every tinytrain spelling of the op,
+        along every axis: float16, bfloat16, float32 and float64 inputs, mixed input dtypes
+        (torch's type promotion), every layout for each tensor argument, and in some
+        samples NaN, +-inf, -0.0 or a slice of all -inf (NaN where torch gives NaN)."""
         d = Draw(data)
-        sample = op.sample(d, d.pick(DTYPES))
+        sample, special = _draw_forward_sample(d, op)
         call = d.pick(op.calls)
         got = _call(submission, "forward", op, call, sample)
         assert_conforms(got, {"outputs": None}, what=f"{op.name}: the observation")
-        _check_outputs(op, call, sample, got["outputs"], oracle.forward(op, sample))
+        _check_outputs(op, call, sample, got["outputs"], oracle.forward(op, sample),
+                       axes_note(sample, special))
 
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(15))
     @given(data=st.data())
     def test_backward(submission, op, data):
         """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
-        non-contiguous inputs, float32 and float64)."""
+        non-contiguous inputs and incoming gradients, float16, bfloat16, float32 and
+        float64)."""
         d = Draw(data)
-        sample = op.sample(d, d.pick(DTYPES))
-        got, expected_out, expected, grads_out = _forward_and_grads(submission, op, sample, d)
-        _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out))
+        sample = op.sample(d, d.pick(op.dtypes))
+        got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
+            submission, op, sample, d)
+        _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out),
+                     axes_note(sample, grad_layout=grad_layout), grad_layout=grad_layout)
 
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(6))
@@ -194,7 +292,7 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         counter with its input, and its _base is the input (the Function's forward must
         return a NumPy view, not a copy)."""
         d = Draw(data)
-        sample = op.sample(d, d.pick(DTYPES))
+        sample = op.sample(d, d.pick(op.dtypes))
         assume(oracle.forward(op, sample)[0].size > 0)
         got = _call(submission, "view", op, op.calls[0], sample)
         assert_conforms(got, {"shares_storage": True, "shares_version_counter": True,

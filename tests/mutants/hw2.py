@@ -331,6 +331,42 @@ MUTANTS = [
         replace="grad_input = grad_input * 1",
         why="mse_loss(reduction='mean') backward forgets the 1/N",
     ),
+    # ----- the axes every op is checked along (issue 19) ----------------------------------
+    Mutant(
+        id="maximum-by-comparison-drops-nan",
+        task="2.1",
+        file="ops/arithmetic.py",
+        find="return np.maximum(a.data, b.data)",
+        replace="return np.where(a.data > b.data, a.data, b.data)",
+        why="maximum as a comparison-based where: a NaN in x gives y, not NaN (only NaN "
+            "inputs tell)",
+    ),
+    Mutant(
+        id="relu-by-where-drops-nan",
+        task="2.6",
+        file="ops/activation.py",
+        find="result = np.maximum(a.data, 0)",
+        replace="result = np.where(a.data > 0, a.data, 0)",
+        why="relu as a where: relu(NaN) gives 0, not NaN (only NaN inputs tell)",
+    ),
+    Mutant(
+        id="mul-reads-second-operand-in-memory-order",
+        task="2.1",
+        file="ops/arithmetic.py",
+        find="return a.data * b.data",
+        replace="return a.data * b.data.ravel(order=\"K\").reshape(b.shape)",
+        why="mul flattens its second operand in memory order: a transposed or flipped "
+            "second operand gives scrambled values",
+    ),
+    Mutant(
+        id="view-backward-sets-shape-in-place",
+        task="2.5",
+        file="ops/shape.py",
+        find="        return grad.reshape(ctx.shape)\n",
+        replace="        out = grad.view()\n        out.shape = ctx.shape  # no copy\n        return out\n",
+        why="view's backward sets .shape on the incoming gradient, which fails for a "
+            "non-contiguous gradient (only a strided incoming gradient tells)",
+    ),
 ]
 
 ALTERNATIVES = [
