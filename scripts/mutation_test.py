@@ -226,6 +226,8 @@ class RewriteVisitor:
     def __init__(self, module: Any, numpy_name: str | None) -> None:
         self.module = module
         self.np = numpy_name  # how the file imported numpy ("np"), None when it did not
+        self.in_kernel = False  # inside a @triton.jit function
+        self.parents: Any = {}  # node -> parent (set by collect)
 
     # helpers ---------------------------------------------------------------------------
     def code(self, node: Any) -> str:
@@ -399,7 +401,7 @@ class RewriteVisitor:
                 len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             yield "global_rank", node.slice[0].slice.value
 
-    def rewrite_dtype_promotion(self, node: Any) -> Iterator[tuple[str, Any]]:
+    def rewrite_dtype(self, node: Any) -> Iterator[tuple[str, Any]]:
         """dtype=<d> -> dtype=np.float32 / np.float64; x.astype(d) -> x; t.to(tl.float32) -> t
         (the dtype of an input, or a float64 accumulation, taken for granted)."""
         import libcst as cst
@@ -413,6 +415,10 @@ class RewriteVisitor:
             name = self.dotted(node.func)
             if name == ".astype" or (name == ".to" and self.code(node.args[0]).strip().startswith("tl.")):
                 yield "dropped_cast", node.func.value
+        elif isinstance(node, cst.Call) and self.dotted(node.func) in ("float", "int", "bool") and \
+                len(node.args) == 1 and not self.keywords(node) and not self.in_kernel and \
+                not isinstance(node.args[0].value, cst.SimpleString):
+            yield "dropped_cast", node.args[0].value  # a NumPy scalar (or 0-d array) returned
 
     def rewrite_unstable_exp(self, node: Any) -> Iterator[tuple[str, Any]]:
         """np.exp(x - m) -> np.exp(x) where m is a max or a named shift (overflow at large
@@ -449,6 +455,8 @@ class RewriteVisitor:
         """x = x + y -> x += y (writes into the array x names, which a caller may hold) and
         x += y -> x = x + y (a new array where the reference updates one in place)."""
         import libcst as cst
+        if self.in_kernel or isinstance(getattr(node, "value", None), (cst.Integer, cst.Float)):
+            return  # a Triton value is immutable, a number too: += only rebinds the name
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                 isinstance(node.value, cst.BinaryOperation) and \
                 type(node.value.operator).__name__ in _AUGMENTABLE and \
@@ -465,6 +473,68 @@ class RewriteVisitor:
                 targets=[cst.AssignTarget(node.target)],
                 value=self.expr(f"{target} {symbol} {value}"))
 
+    def rewrite_truthiness_for_none(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """x is None -> not x, x is not None -> x (in a condition: 0, an empty container or
+        an array is not None either)."""
+        import libcst as cst
+        parent = self.parents.get(node)
+        if isinstance(node, cst.Comparison) and isinstance(parent, (cst.If, cst.While, cst.IfExp)) \
+                and parent.test is node and len(node.comparisons) == 1 and \
+                self.code(node.comparisons[0].comparator).strip() == "None":
+            operator = type(node.comparisons[0].operator).__name__
+            left = self.atom(node.left)
+            if operator == "Is":
+                yield "truthiness_for_none", self.expr(f"not {left}")
+            elif operator == "IsNot":
+                yield "truthiness_for_none", self.expr(left)
+
+    def rewrite_equality_for_identity(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """a is b -> a == b, a is not b -> a != b (an array or a Tensor compares elementwise;
+        two equal objects need not be the same one)."""
+        import libcst as cst
+        if isinstance(node, cst.ComparisonTarget):
+            swap = {"Is": cst.Equal, "IsNot": cst.NotEqual}.get(type(node.operator).__name__)
+            if swap is not None:
+                yield "equality_for_identity", node.with_changes(operator=swap())
+
+    def rewrite_iterate_original(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """for h in list(hooks) -> for h in hooks (and dict(d), tuple(t)): the loop runs over
+        the container while the loop's body (a hook that removes itself) changes it."""
+        import libcst as cst
+        parent = self.parents.get(node)
+        if isinstance(node, cst.Call) and isinstance(parent, cst.For) and parent.iter is node and \
+                self.dotted(node.func) in ("list", "tuple", "dict", "sorted") and \
+                len(node.args) == 1 and not node.args[0].keyword:
+            yield "iterate_original", node.args[0].value
+
+    def rewrite_dropped_default(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """getattr(o, "n", d) -> o.n, m.get(k, d) -> m[k], m.setdefault(k, v) -> m.get(k, v)
+        (the object without the attribute, the missing key, the default never stored)."""
+        import libcst as cst
+        if not isinstance(node, cst.Call):
+            return
+        name, args = self.dotted(node.func), node.args
+        if name == "getattr" and len(args) == 3 and isinstance(args[1].value, cst.SimpleString):
+            attribute = args[1].value.evaluated_value
+            if isinstance(attribute, str) and attribute.isidentifier():
+                yield "dropped_default", self.expr(f"{self.atom(args[0].value)}.{attribute}")
+        elif name == ".get" and 1 <= len(args) <= 2 and not self.keywords(node):
+            key = self.code(args[0].value).strip()
+            yield "dropped_default", self.expr(f"{self.atom(node.func.value)}[{key}]")
+        elif name == ".setdefault" and len(args) == 2:
+            yield "dropped_default", node.with_changes(
+                func=node.func.with_changes(attr=cst.Name("get")))
+
+    def rewrite_dropped_guard(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """max(1, n) -> n, min(n, cap) -> n with a constant bound (the division by zero or
+        the range the guard kept out)."""
+        import libcst as cst
+        if isinstance(node, cst.Call) and self.dotted(node.func) in ("max", "min") and \
+                len(node.args) == 2 and not self.keywords(node):
+            constants = [isinstance(a.value, (cst.Integer, cst.Float)) for a in node.args]
+            if constants.count(True) == 1:
+                yield "dropped_guard", node.args[constants.index(False)].value
+
     def collect(self, region: set[int]) -> list[tuple[Any, Any, str, Any, int]]:
         """(original node, new node, operator, top-level function, line) for every rewrite
         of a node that lies on the region's lines, in source order."""
@@ -474,6 +544,7 @@ class RewriteVisitor:
         wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
         resolved = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
         positions, parents = resolved[PositionProvider], resolved[ParentNodeProvider]
+        self.parents = parents
         plain = [getattr(self, n) for n in dir(self)
                  if n.startswith("rewrite_") and n != "rewrite_mask_bound"]
 
@@ -500,6 +571,8 @@ class RewriteVisitor:
         def walk(node: Any, function: Any) -> None:
             if isinstance(node, cst.FunctionDef) and function is None:
                 function = node
+            self.in_kernel = function is not None and any(
+                "jit" in self.code(d.decorator) for d in function.decorators)
             if node in positions:
                 span = positions[node]
                 if span.start.line in region and span.end.line in region:
