@@ -492,9 +492,9 @@ class RewriteVisitor:
         """a is b -> a == b, a is not b -> a != b (an array or a Tensor compares elementwise;
         two equal objects need not be the same one)."""
         import libcst as cst
-        if isinstance(node, cst.ComparisonTarget):
+        if isinstance(node, cst.ComparisonTarget) and self.code(node.comparator).strip() != "None":
             swap = {"Is": cst.Equal, "IsNot": cst.NotEqual}.get(type(node.operator).__name__)
-            if swap is not None:
+            if swap is not None:  # (x == None is no rewrite: the truthiness of x is)
                 yield "equality_for_identity", node.with_changes(operator=swap())
 
     def rewrite_iterate_original(self, node: Any) -> Iterator[tuple[str, Any]]:
