@@ -78,7 +78,8 @@ class Mutant:
     function: str  # the enclosing top-level function or method ("" at module level)
     operator: str  # mutmut's operator (its function name without "operator_")
     original: str  # the node's code
-    mutated: str  # what mutmut put in its place
+    mutated: str  # what mutmut (or the rewrite) put in its place
+    operators: str = "mutmut"  # the operator set: "mutmut" or "rewrites"
     _source: str = dataclasses.field(repr=False, default="")
     _make: Callable[[], str] | None = dataclasses.field(repr=False, default=None)
     _code: str | None = dataclasses.field(repr=False, default=None)
@@ -138,19 +139,31 @@ def _operators(names: dict[int, str]) -> list[tuple[type, Callable[[Any], Iterat
 
 
 def file_mutants(text: str, rel: str, titles: dict[str, str],
-                 tasks: set[str] | None = None) -> list[Mutant]:
-    """Every mutant mutmut makes in the solution regions of one file (of ``tasks`` only,
-    when given), in source order."""
-    import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
-    from mutmut.mutation.file_mutation import NEVER_MUTATE_FUNCTION_NAMES, MutationVisitor
-    from mutmut.mutation.pragma_handling import IgnoredCode
-
+                 tasks: set[str] | None = None,
+                 operators: Iterable[str] = ("mutmut",)) -> list[Mutant]:
+    """Every mutant of the operator sets ``operators`` ("mutmut": mutmut's; "rewrites": the
+    student rewrites) in the solution regions of one file (of ``tasks`` only, when given),
+    in source order within each set."""
     region = solution_lines(text, rel, titles)
     if tasks is not None:
         region = {n: t for n, t in region.items() if t in tasks}
     if not region:
         return []
+    found = []
+    for name in operators:
+        if name not in OPERATOR_SETS:
+            raise ValueError(f"unknown operator set {name!r}: one of {OPERATOR_SETS}")
+        found.extend(mutmut_mutants(text, rel, region) if name == "mutmut"
+                     else rewrite_mutants(text, rel, region))
+    return found
+
+
+def mutmut_mutants(text: str, rel: str, region: dict[int, str]) -> list[Mutant]:
+    """Every mutant mutmut makes in one file's solution regions (``region``: line -> task)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+    from mutmut.mutation.file_mutation import NEVER_MUTATE_FUNCTION_NAMES, MutationVisitor
+    from mutmut.mutation.pragma_handling import IgnoredCode
 
     class Visitor(MutationVisitor):
         """mutmut's visitor, but decorated functions are mutated too: mutmut skips them
@@ -194,14 +207,431 @@ def file_mutants(text: str, rel: str, titles: dict[str, str],
     return found
 
 
-def all_mutants(reference: Path = REFERENCE, tasks: set[str] | None = None) -> list[Mutant]:
-    """Every mutant of every solution region of ``reference`` (of ``tasks`` when given)."""
+# ----------------------------------------------------------------------------- student rewrites
+
+OPERATOR_SETS = ("mutmut", "rewrites")
+_COMPARE_FLIP = {"LessThan": "LessThanEqual", "LessThanEqual": "LessThan",
+                 "GreaterThan": "GreaterThanEqual", "GreaterThanEqual": "GreaterThan"}
+_AXIS_2D = {"-1": "1", "-2": "0"}  # the axis a student who assumes 2-D arrays writes
+_AUGMENTABLE = {"Add": "+", "Subtract": "-", "Multiply": "*", "Divide": "/"}
+
+
+class RewriteVisitor:
+    """Rewrites students make that agree with the reference on ordinary inputs and differ at
+    an edge (NaN, a layout, a dtype, a sub-group, a range end, aliasing): each method
+    ``rewrite_<name>(node)`` yields ``(operator, new node)`` for the nodes it applies to.
+    Made with libcst (``collect`` walks the module), restricted to the solution regions like
+    mutmut's operators."""
+
+    def __init__(self, module: Any, numpy_name: str | None) -> None:
+        self.module = module
+        self.np = numpy_name  # how the file imported numpy ("np"), None when it did not
+        self.in_kernel = False  # inside a @triton.jit function
+        self.parents: Any = {}  # node -> parent (set by collect)
+
+    # helpers ---------------------------------------------------------------------------
+    def code(self, node: Any) -> str:
+        return self.module.code_for_node(node)
+
+    def expr(self, text: str) -> Any:
+        import libcst as cst
+        return cst.parse_expression(text)
+
+    def atom(self, node: Any) -> str:
+        """The node's code, parenthesised unless it is a name, attribute, call, subscript
+        or number (so that it can stand as an operand)."""
+        import libcst as cst
+        text = self.code(node).strip()
+        simple = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
+        return text if isinstance(node, simple) else f"({text})"
+
+    def dotted(self, func: Any) -> str:
+        """``np.maximum`` for a call of ``np.maximum``; ``.max`` for a method call."""
+        import libcst as cst
+        if isinstance(func, cst.Name):
+            return func.value
+        if isinstance(func, cst.Attribute):
+            if isinstance(func.value, cst.Name) and func.value.value in ("np", "numpy", "tl", "dist", "math"):
+                return f"{func.value.value}.{func.attr.value}"
+            return f".{func.attr.value}"
+        return ""
+
+    @staticmethod
+    def positional(call: Any) -> list[Any]:
+        return [a for a in call.args if a.keyword is None and not a.star]
+
+    @staticmethod
+    def keywords(call: Any) -> list[Any]:
+        return [a for a in call.args if a.keyword is not None]
+
+    # the rewrites ----------------------------------------------------------------------
+    def rewrite_where_for_max(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """np.maximum(a, b) -> np.where(a > b, a, b) (NaN: maximum propagates it, the
+        comparison picks b); np.minimum likewise, and Triton's tl.maximum / tl.minimum."""
+        import libcst as cst
+        if not isinstance(node, cst.Call) or len(node.args) != 2 or self.keywords(node):
+            return
+        name = self.dotted(node.func)
+        module, _, fn = name.partition(".")
+        if module in ("np", "numpy", "tl") and fn in ("maximum", "minimum") and \
+                len(self.positional(node)) == 2:
+            a, b = (self.atom(arg.value) for arg in node.args)
+            op = ">" if fn == "maximum" else "<"
+            yield "where_for_max", self.expr(f"{module}.where({a} {op} {b}, {a}, {b})")
+
+    def rewrite_nan_ignoring(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """np.maximum -> np.fmax, np.minimum -> np.fmin, np.max / x.max(...) -> np.nanmax
+        (and min): variants that ignore NaN where the reference propagates it."""
+        import libcst as cst
+        if not isinstance(node, cst.Call) or self.np is None:
+            return
+        name = self.dotted(node.func)
+        swaps = {"maximum": "fmax", "minimum": "fmin", "max": "nanmax", "amax": "nanmax",
+                 "min": "nanmin", "amin": "nanmin"}
+        module, _, fn = name.partition(".")
+        if module in ("np", "numpy") and swaps.get(fn):
+            yield "nan_ignoring", node.with_changes(
+                func=node.func.with_changes(attr=cst.Name(swaps[fn])))
+        elif module == "" and fn in ("max", "min") and isinstance(node.func, cst.Attribute) \
+                and not self.code(node.func.value).startswith(("self", "tl")):
+            receiver = self.code(node.func.value).strip()
+            rest = "".join(", " + self.code(a).strip().rstrip(",") for a in node.args)
+            yield "nan_ignoring", self.expr(f"{self.np}.nan{fn}({receiver}{rest})")
+
+    def rewrite_asarray_for_contiguous(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """np.ascontiguousarray(x) -> np.asarray(x): a strided array stays strided."""
+        import libcst as cst
+        if isinstance(node, cst.Call) and self.dotted(node.func) in (
+                "np.ascontiguousarray", "numpy.ascontiguousarray"):
+            yield "asarray_for_contiguous", node.with_changes(
+                func=node.func.with_changes(attr=cst.Name("asarray")))
+
+    def rewrite_view_for_copy(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """x.copy() -> x, np.copy(x) -> x, np.array(x, ...) -> np.asarray(x, ...) (without
+        copy=): the caller's array (or the saved one) is shared where the reference copies."""
+        import libcst as cst
+        if not isinstance(node, cst.Call):
+            return
+        name = self.dotted(node.func)
+        if name == ".copy" and not node.args:
+            yield "view_for_copy", node.func.value
+        elif name in ("np.copy", "numpy.copy") and len(node.args) == 1:
+            yield "view_for_copy", node.args[0].value
+        elif name in ("np.array", "numpy.array") and self.positional(node):
+            args = [a for a in node.args if not (a.keyword and a.keyword.value == "copy")]
+            if args:
+                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            yield "view_for_copy", node.with_changes(
+                func=node.func.with_changes(attr=cst.Name("asarray")), args=args)
+
+    def rewrite_reshape_memory_order(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """x.reshape(s) -> x.ravel(order="K").reshape(s): the elements read in memory order,
+        which is the logical order only for a C-contiguous x."""
+        import libcst as cst
+        if isinstance(node, cst.Call) and self.dotted(node.func) == ".reshape" and node.args \
+                and not self.code(node.func.value).strip().startswith("self") and self.np:
+            receiver = self.atom(node.func.value)
+            yield "reshape_memory_order", node.with_changes(
+                func=node.func.with_changes(value=self.expr(f'{receiver}.ravel(order="K")')))
+
+    def rewrite_dropped_keyword(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """f(..., k=v, ...) -> f(...): each keyword argument left out, one at a time (its
+        default taken instead: keepdims, dtype, axis, out, group, mask, other...)."""
+        import libcst as cst
+        if not isinstance(node, cst.Call):
+            return
+        if self.dotted(node.func) in ("np.errstate", "numpy.errstate"):
+            return  # only which warnings NumPy prints
+        for i, arg in enumerate(node.args):
+            if arg.keyword is None or arg.star or arg.keyword.value.isupper():
+                continue  # an upper-case keyword is a Triton constexpr: dropping it cannot launch
+            args = [*node.args[:i], *node.args[i + 1:]]
+            if args and i == len(node.args) - 1:
+                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            yield f"dropped_keyword_{arg.keyword.value}", node.with_changes(args=args)
+
+    def rewrite_mask_bound(self, node: Any, in_mask: bool) -> Iterator[tuple[str, Any]]:
+        """In a comparison that builds a mask or a bound (a where's condition, a mask=, an
+        index, an assignment to a *mask* name, anything with tl.arange): < <-> <= and
+        > <-> >=, and the right-hand bound one less (n -> n - 1)."""
+        import libcst as cst
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            return
+        target = node.comparisons[0]
+        kind = type(target.operator).__name__
+        if kind not in _COMPARE_FLIP or not (in_mask or "arange" in self.code(node)):
+            return
+        flipped = getattr(cst, _COMPARE_FLIP[kind])(
+            whitespace_before=target.operator.whitespace_before,
+            whitespace_after=target.operator.whitespace_after)
+        yield "mask_bound", node.with_changes(comparisons=[target.with_changes(operator=flipped)])
+        bound = self.atom(target.comparator)
+        if kind.startswith("Less"):
+            yield "mask_bound_minus_one", node.with_changes(
+                comparisons=[target.with_changes(comparator=self.expr(f"{bound} - 1"))])
+
+    def rewrite_range_end(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """range(a, b) -> range(a, b - 1) and range(a + 1, b); x[a:b] -> x[a:b - 1] and
+        x[a + 1:b] (the first or last index of a range dropped)."""
+        import libcst as cst
+        if isinstance(node, cst.Call) and self.dotted(node.func) == "range" and \
+                1 <= len(node.args) <= 2 and not self.keywords(node):
+            stop = node.args[-1]
+            yield "range_end", node.with_changes(args=[
+                *node.args[:-1], stop.with_changes(value=self.expr(f"{self.atom(stop.value)} - 1"))])
+            if len(node.args) == 2:
+                start = node.args[0]
+                yield "range_start", node.with_changes(args=[
+                    start.with_changes(value=self.expr(f"{self.atom(start.value)} + 1")), stop])
+        elif isinstance(node, cst.Slice) and node.step is None:
+            if node.upper is not None and not self.code(node.upper).strip().startswith("-"):
+                yield "range_end", node.with_changes(upper=self.expr(f"{self.atom(node.upper)} - 1"))
+            if node.lower is not None:
+                yield "range_start", node.with_changes(lower=self.expr(f"{self.atom(node.lower)} + 1"))
+
+    def rewrite_global_rank(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """dist.get_rank(group) -> dist.get_rank() (the global rank for the group's),
+        get_world_size likewise, get_process_group_ranks(group)[i] -> i."""
+        import libcst as cst
+        if isinstance(node, cst.Call) and node.args and \
+                self.dotted(node.func).rpartition(".")[2] in ("get_rank", "get_world_size"):
+            yield "global_rank", node.with_changes(args=[])
+        elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Call) and \
+                self.dotted(node.value.func).endswith("get_process_group_ranks") and \
+                len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            yield "global_rank", node.slice[0].slice.value
+
+    def rewrite_dtype(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """dtype=<d> -> dtype=np.float32 / np.float64; x.astype(d) -> x; t.to(tl.float32) -> t
+        (the dtype of an input, or a float64 accumulation, taken for granted)."""
+        import libcst as cst
+        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "dtype" \
+                and self.np:
+            current = self.code(node.value).strip()
+            for fixed in ("float32", "float64"):
+                if not current.endswith(fixed):
+                    yield f"dtype_{fixed}", node.with_changes(value=self.expr(f"{self.np}.{fixed}"))
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args:
+            name = self.dotted(node.func)
+            if name == ".astype" or (name == ".to" and self.code(node.args[0]).strip().startswith("tl.")):
+                yield "dropped_cast", node.func.value
+        elif isinstance(node, cst.Call) and self.dotted(node.func) in ("float", "int", "bool") and \
+                len(node.args) == 1 and not self.keywords(node) and not self.in_kernel and \
+                not isinstance(node.args[0].value, cst.SimpleString):
+            yield "dropped_cast", node.args[0].value  # a NumPy scalar (or 0-d array) returned
+
+    def rewrite_unstable_exp(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """np.exp(x - m) -> np.exp(x) where m is a max or a named shift (overflow at large
+        logits; also tl.exp, tl.exp2, np.exp2)."""
+        import libcst as cst
+        if not (isinstance(node, cst.Call) and len(node.args) == 1 and
+                self.dotted(node.func) in ("np.exp", "numpy.exp", "np.exp2", "tl.exp", "tl.exp2")):
+            return
+        value = node.args[0].value
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract):
+            shift = self.code(value.right)
+            if "max" in shift or "shift" in shift or "lse" in shift or \
+                    isinstance(value.right, (cst.Name, cst.Attribute)):
+                yield "unstable_exp", node.with_changes(args=[node.args[0].with_changes(value=value.left)])
+
+    def rewrite_two_d_axes(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """np.swapaxes(x, -1, -2) -> x.T (every axis reversed beyond 2-D); axis=-1 -> axis=1
+        and axis=-2 -> axis=0 (the axis of a 2-D array)."""
+        import libcst as cst
+        if isinstance(node, cst.Call):
+            name = self.dotted(node.func)
+            values = [self.code(a.value).strip() for a in node.args]
+            if name in ("np.swapaxes", "numpy.swapaxes") and sorted(values[1:]) == ["-1", "-2"]:
+                yield "two_d_axes", self.expr(f"{self.atom(node.args[0].value)}.T")
+            elif name == ".swapaxes" and sorted(values) == ["-1", "-2"]:
+                yield "two_d_axes", self.expr(f"{self.atom(node.func.value)}.T")
+        elif isinstance(node, cst.Arg) and node.keyword is not None and \
+                node.keyword.value in ("axis", "dim", "axes"):
+            value = self.code(node.value).strip()
+            if value in _AXIS_2D:
+                yield "two_d_axes", node.with_changes(value=self.expr(_AXIS_2D[value]))
+
+    def rewrite_inplace(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """x = x + y -> x += y (writes into the array x names, which a caller may hold) and
+        x += y -> x = x + y (a new array where the reference updates one in place)."""
+        import libcst as cst
+        if self.in_kernel or isinstance(getattr(node, "value", None), (cst.Integer, cst.Float)):
+            return  # a Triton value is immutable, a number too: += only rebinds the name
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                isinstance(node.value, cst.BinaryOperation) and \
+                type(node.value.operator).__name__ in _AUGMENTABLE and \
+                self.code(node.targets[0].target).strip() == self.code(node.value.left).strip():
+            operator = getattr(cst, type(node.value.operator).__name__ + "Assign")()
+            yield "inplace", cst.AugAssign(target=node.targets[0].target, operator=operator,
+                                           value=node.value.right)
+        elif isinstance(node, cst.AugAssign) and type(node.operator).__name__.removesuffix(
+                "Assign") in _AUGMENTABLE:
+            target = self.code(node.target).strip()
+            symbol = _AUGMENTABLE[type(node.operator).__name__.removesuffix("Assign")]
+            value = self.atom(node.value)
+            yield "out_of_place", cst.Assign(
+                targets=[cst.AssignTarget(node.target)],
+                value=self.expr(f"{target} {symbol} {value}"))
+
+    def rewrite_truthiness_for_none(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """x is None -> not x, x is not None -> x (in a condition: 0, an empty container or
+        an array is not None either)."""
+        import libcst as cst
+        parent = self.parents.get(node)
+        if isinstance(node, cst.Comparison) and isinstance(parent, (cst.If, cst.While, cst.IfExp)) \
+                and parent.test is node and len(node.comparisons) == 1 and \
+                self.code(node.comparisons[0].comparator).strip() == "None":
+            operator = type(node.comparisons[0].operator).__name__
+            left = self.atom(node.left)
+            if operator == "Is":
+                yield "truthiness_for_none", self.expr(f"not {left}")
+            elif operator == "IsNot":
+                yield "truthiness_for_none", self.expr(left)
+
+    def rewrite_equality_for_identity(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """a is b -> a == b, a is not b -> a != b (an array or a Tensor compares elementwise;
+        two equal objects need not be the same one)."""
+        import libcst as cst
+        if isinstance(node, cst.ComparisonTarget) and self.code(node.comparator).strip() != "None":
+            swap = {"Is": cst.Equal, "IsNot": cst.NotEqual}.get(type(node.operator).__name__)
+            if swap is not None:  # (x == None is no rewrite: the truthiness of x is)
+                yield "equality_for_identity", node.with_changes(operator=swap())
+
+    def rewrite_iterate_original(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """for h in list(hooks) -> for h in hooks (and dict(d), tuple(t)): the loop runs over
+        the container while the loop's body (a hook that removes itself) changes it."""
+        import libcst as cst
+        parent = self.parents.get(node)
+        if isinstance(node, cst.Call) and isinstance(parent, cst.For) and parent.iter is node and \
+                self.dotted(node.func) in ("list", "tuple", "dict", "sorted") and \
+                len(node.args) == 1 and not node.args[0].keyword:
+            yield "iterate_original", node.args[0].value
+
+    def rewrite_dropped_default(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """getattr(o, "n", d) -> o.n, m.get(k, d) -> m[k], m.setdefault(k, v) -> m.get(k, v)
+        (the object without the attribute, the missing key, the default never stored)."""
+        import libcst as cst
+        if not isinstance(node, cst.Call):
+            return
+        name, args = self.dotted(node.func), node.args
+        if name == "getattr" and len(args) == 3 and isinstance(args[1].value, cst.SimpleString):
+            attribute = args[1].value.evaluated_value
+            if isinstance(attribute, str) and attribute.isidentifier():
+                yield "dropped_default", self.expr(f"{self.atom(args[0].value)}.{attribute}")
+        elif name == ".get" and 1 <= len(args) <= 2 and not self.keywords(node):
+            key = self.code(args[0].value).strip()
+            yield "dropped_default", self.expr(f"{self.atom(node.func.value)}[{key}]")
+        elif name == ".setdefault" and len(args) == 2:
+            yield "dropped_default", node.with_changes(
+                func=node.func.with_changes(attr=cst.Name("get")))
+
+    def rewrite_dropped_guard(self, node: Any) -> Iterator[tuple[str, Any]]:
+        """max(1, n) -> n, min(n, cap) -> n with a constant bound (the division by zero or
+        the range the guard kept out)."""
+        import libcst as cst
+        if isinstance(node, cst.Call) and self.dotted(node.func) in ("max", "min") and \
+                len(node.args) == 2 and not self.keywords(node):
+            constants = [isinstance(a.value, (cst.Integer, cst.Float)) for a in node.args]
+            if constants.count(True) == 1:
+                yield "dropped_guard", node.args[constants.index(False)].value
+
+    def collect(self, region: set[int]) -> list[tuple[Any, Any, str, Any, int]]:
+        """(original node, new node, operator, top-level function, line) for every rewrite
+        of a node that lies on the region's lines, in source order."""
+        import libcst as cst
+        from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        resolved = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
+        positions, parents = resolved[PositionProvider], resolved[ParentNodeProvider]
+        self.parents = parents
+        plain = [getattr(self, n) for n in dir(self)
+                 if n.startswith("rewrite_") and n != "rewrite_mask_bound"]
+
+        def in_mask(node: Any) -> bool:
+            parent = parents.get(node)
+            while parent is not None and not isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement)):
+                if isinstance(parent, cst.SubscriptElement):
+                    return True
+                if isinstance(parent, cst.Arg):
+                    if parent.keyword is not None and parent.keyword.value == "mask":
+                        return True
+                    call = parents.get(parent)
+                    if isinstance(call, cst.Call) and call.args and call.args[0] is parent and \
+                            self.dotted(call.func).endswith("where"):
+                        return True
+                parent = parents.get(parent)
+            if isinstance(parent, cst.Assign):
+                names = self.code(parent.targets[0].target).lower()
+                return any(w in names for w in ("mask", "valid", "keep", "ok"))
+            return False
+
+        found: list[tuple[Any, Any, str, Any, int]] = []
+
+        def walk(node: Any, function: Any) -> None:
+            if isinstance(node, cst.FunctionDef) and function is None:
+                function = node
+            self.in_kernel = function is not None and any(
+                "jit" in self.code(d.decorator) for d in function.decorators)
+            if node in positions:
+                span = positions[node]
+                if span.start.line in region and span.end.line in region:
+                    for rewrite in plain:
+                        for name, new in rewrite(node):
+                            found.append((node, new, name, function, span.start.line))
+                    if isinstance(node, cst.Comparison):
+                        for name, new in self.rewrite_mask_bound(node, in_mask(node)):
+                            found.append((node, new, name, function, span.start.line))
+            for child in node.children:
+                walk(child, function)
+
+        walk(self.module, None)
+        return found
+
+
+def rewrite_mutants(text: str, rel: str, region: dict[int, str]) -> list[Mutant]:
+    """The student-rewrite mutants of one file's solution regions (``region``: line -> task)."""
+    import libcst as cst
+
+    module = cst.parse_module(text)
+    numpy_name = next((n for n, pattern in (("np", "import numpy as np"), ("numpy", "import numpy"))
+                       if pattern in text), None)
+    visitor = RewriteVisitor(module, numpy_name)
+    source_lines = text.splitlines()
+    seen: Counter[tuple[str, ...]] = Counter()
+    found = []
+    for original_node, new_node, operator, function, line in visitor.collect(set(region)):
+        original = module.code_for_node(original_node)
+        mutated = module.code_for_node(new_node)
+        if original == mutated:
+            continue
+        where = (rel, function.name.value if function is not None else "",
+                 source_lines[line - 1].strip(), operator, original, mutated)
+        seen[where] += 1
+        # the operator set is part of the hash: a rewrite never shares an id with mutmut's
+        digest = hashlib.sha1("\0".join(("rewrites", *where, str(seen[where]))).encode()).hexdigest()[:10]
+
+        def make(node: Any = original_node, new: Any = new_node) -> str:
+            return module.deep_replace(node, new).code
+
+        found.append(Mutant(
+            id=f"{region[line]}-{digest}", task=region[line], file=rel, line=line,
+            function=where[1], operator=operator, original=original, mutated=mutated,
+            operators="rewrites", _source=text, _make=make))
+    return found
+
+
+def all_mutants(reference: Path = REFERENCE, tasks: set[str] | None = None,
+                operators: Iterable[str] = ("mutmut",)) -> list[Mutant]:
+    """Every mutant of every solution region of ``reference`` (of ``tasks`` when given), of
+    the operator sets ``operators``."""
     titles = rubric_titles()
     found = []
     for path in sorted(reference.rglob("*.py")):
         text = path.read_text()
         if "# BEGIN SOLUTION" in text:
-            found.extend(file_mutants(text, str(path.relative_to(reference)), titles, tasks))
+            found.extend(file_mutants(text, str(path.relative_to(reference)), titles, tasks,
+                                      operators))
     return found
 
 
@@ -441,22 +871,28 @@ def _percent(value: float | None) -> str:
 
 def render_report(meta: dict[str, Any], rows: list[dict[str, Any]], records: list[dict[str, Any]],
                   equivalents: dict[str, dict[str, str]]) -> str:
+    sets = meta.get("operators", ["mutmut"])
+    described = " and ".join(f"mutmut {meta['mutmut']}'s operators" if o == "mutmut"
+                             else "the student rewrites (libcst)" for o in sets)
     lines = [
         "# Mutation testing of the graders", "",
         f"Generated by `python scripts/mutation_test.py {meta['argv']}` on {meta['date']}.", "",
-        f"- mutmut {meta['mutmut']} operators over the solution regions of `reference/tinytrain`; "
+        f"- {described} over the solution regions of `reference/tinytrain`; "
         f"sample {meta['sample'] or 'all'} per task (seed {meta['seed']}); each mutant graded "
         f"on its own task (`--tasks T --no-shrink --seed {meta['grader_seed']}`).",
         f"- graded now: {meta['graded_now']} (cached: {meta['cached']}); wall {meta['wall_s']:.0f} s, "
         f"CPU {meta['cpu_s']:.0f} s; `uptime` before: {meta['uptime_before']}; "
         f"after: {meta['uptime_after']}.",
         "- killed: the task scored below its maximum; timeout / crashed: the grading ran past "
-        "the limit or did not write the task's score (both count as killed).", "",
-        "| task | mutants | graded | killed | timeout | crashed | survived | equivalent "
-        "| score | after equivalents |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "the limit or did not write the task's score (both count as killed).",
     ]
     for r in rows:
+        if r is rows[0] or r.get("operators") != rows[rows.index(r) - 1].get("operators"):
+            if sets != ["mutmut"]:
+                lines += ["", f"### Operator set: {r.get('operators', 'mutmut')}"]
+            lines += ["", "| task | mutants | graded | killed | timeout | crashed | survived "
+                      "| equivalent | score | after equivalents |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
         lines.append(f"| {r['task']} | {r['mutants']} | {r['graded']} | {r['killed']} | "
                      f"{r['timeout']} | {r['crashed']} | {r['survived']} | {r['equivalent']} | "
                      f"{_percent(r['score'])} | {_percent(r['score_after_equivalents'])} |")
@@ -473,7 +909,8 @@ def render_report(meta: dict[str, Any], rows: list[dict[str, Any]], records: lis
     if not survivors:
         lines.append("None.")
     for r in survivors:
-        lines += [f"### {r['id']} ({r['file']}:{r['line']}, {r['function']}, {r['operator']})", "",
+        lines += [f"### {r['id']} ({r['file']}:{r['line']}, {r['function']}, "
+                  f"{r.get('operators', 'mutmut')} {r['operator']})", "",
                   "```diff", r["diff"].rstrip("\n"), "```", ""]
     listed = [r for r in records if r["id"] in equivalents]
     lines += ["", f"## Equivalent mutants in this sample ({len(listed)})", ""]
@@ -497,8 +934,9 @@ def _uptime() -> str:
 
 
 def _record(m: Mutant, result: dict[str, Any]) -> dict[str, Any]:
-    return {"id": m.id, "task": m.task, "file": m.file, "line": m.line, "function": m.function,
-            "operator": m.operator, "original": m.original, "mutated": m.mutated,
+    return {"id": m.id, "task": m.task, "operators": m.operators, "file": m.file,
+            "line": m.line, "function": m.function, "operator": m.operator,
+            "original": m.original, "mutated": m.mutated,
             "diff": m.diff(), **result}
 
 
@@ -523,7 +961,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="take a mutant's 'killed' from any earlier grader version (sound "
                              "when checks were only added since)")
     parser.add_argument("--list", action="store_true", help="count the mutants, grade none")
+    parser.add_argument("--operators", default="mutmut",
+                        help="operator sets, comma-separated: mutmut (mutmut's operators, the "
+                             "default), rewrites (the student rewrites); the report goes to "
+                             "OUT/<sets> unless it is mutmut alone")
     args = parser.parse_args(argv)
+    operators = [o.strip() for o in args.operators.split(",") if o.strip()]
+    unknown = sorted(set(operators) - set(OPERATOR_SETS))
+    if unknown or not operators:
+        parser.error(f"unknown operator sets {unknown}: choose from {', '.join(OPERATOR_SETS)}")
+    out = args.out if operators == ["mutmut"] or args.out != DEFAULT_OUT \
+        else DEFAULT_OUT / "+".join(operators)
     started, uptime_before = time.monotonic(), _uptime()
 
     rubric = rubric_module.load()
@@ -531,8 +979,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.ids:  # an id starts with its task
         named = {mutant_id.rsplit("-", 1)[0] for mutant_id in args.ids.split(",")}
         tasks = [t for t in tasks if t in named]
-    everything = all_mutants(REFERENCE, set(tasks))
-    totals = Counter(m.task for m in everything)
+    everything = all_mutants(REFERENCE, set(tasks), OPERATOR_SETS if args.ids else operators)
+    if args.ids:
+        operators = [o for o in OPERATOR_SETS if any(m.operators == o and m.id in args.ids.split(",")
+                                                     for m in everything)]
+    totals = Counter((m.operators, m.task) for m in everything)
     if args.ids:
         wanted = set(args.ids.split(","))
         chosen = [m for m in everything if m.id in wanted]
@@ -546,15 +997,21 @@ def main(argv: list[str] | None = None) -> int:
         for item in args.more:
             spec, _, size = item.partition("=")
             sizes.update({t.id: int(size) for t in rubric.select(spec.replace("+", ","))})
-        chosen = sample(everything, args.sample, args.seed, sizes)
+        chosen = []
+        for name in operators:  # each set sampled on its own: one set's mutants never
+            chosen.extend(sample([m for m in everything if m.operators == name],  # displace
+                                 args.sample, args.seed, sizes))               # the other's
     if args.list:
-        for task in tasks:
-            print(f"{task}: {totals[task]} mutants, {sum(m.task == task for m in chosen)} sampled")
+        for name in operators:
+            for task in tasks:
+                print(f"{name} {task}: {totals[name, task]} mutants, "
+                      f"{sum(m.task == task and m.operators == name for m in chosen)} sampled")
         print(f"total: {len(everything)} mutants, {len(chosen)} sampled")
         return 0
 
     equivalents = load_equivalents(args.equivalents)
-    args.out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    # one cache for every operator set: a key is the diff graded, whichever set made it
     cache_path = args.cache or args.out / "cache.jsonl"
     cache: dict[str, dict[str, Any]] = {}
     killed_by_id: dict[str, dict[str, Any]] = {}
@@ -631,7 +1088,10 @@ def main(argv: list[str] | None = None) -> int:
         mutmut_version = importlib.metadata.version("mutmut")
     except importlib.metadata.PackageNotFoundError:
         mutmut_version = "?"
-    enumerated = {m.id for m in everything} if args.tasks is None and not args.ids else None
+    enumerated = None
+    if args.tasks is None and not args.ids:  # the equivalents name mutants of every set
+        others = [o for o in OPERATOR_SETS if o not in operators]
+        enumerated = {m.id for m in [*everything, *all_mutants(REFERENCE, None, others)]}
     meta = {
         "argv": " ".join(argv if argv is not None else sys.argv[1:]),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "mutmut": mutmut_version,
@@ -645,14 +1105,19 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions,
         "stale_equivalents": sorted(set(equivalents) - enumerated) if enumerated is not None else [],
     }
-    rows = task_table(ordered, totals, equivalents, tasks)
-    (args.out / "report.md").write_text(render_report(meta, rows, ordered, equivalents))
-    (args.out / "mutants.json").write_text(json.dumps(
+    meta["operators"] = operators
+    rows = []
+    for name in operators:
+        mine = [r for r in ordered if r["operators"] == name]
+        counts = Counter({task: totals[name, task] for task in tasks})
+        rows.extend({"operators": name, **row} for row in task_table(mine, counts, equivalents, tasks))
+    (out / "report.md").write_text(render_report(meta, rows, ordered, equivalents))
+    (out / "mutants.json").write_text(json.dumps(
         {"meta": meta, "tasks": rows, "mutants": ordered}, indent=1) + "\n")
     for r in rows:
-        print(f"{r['task']:>5}: {r['graded']:3d} graded, {r['survived']} surviving, "
-              f"{r['equivalent']} equivalent: {_percent(r['score_after_equivalents'])}")
-    print(f"wrote {args.out / 'report.md'} and {args.out / 'mutants.json'}")
+        print(f"{r['operators']:>8} {r['task']:>5}: {r['graded']:3d} graded, {r['survived']} "
+              f"surviving, {r['equivalent']} equivalent: {_percent(r['score_after_equivalents'])}")
+    print(f"wrote {out / 'report.md'} and {out / 'mutants.json'}")
     return 0
 
 
