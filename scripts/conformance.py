@@ -1,0 +1,550 @@
+"""The conformance matrix: what grading the reference exercises, per task (issue 19).
+
+    python scripts/conformance.py                 # every task: rewrite the matrix
+    python scripts/conformance.py --tasks 2.1,2.3  # only these tasks' entries
+
+Each task is graded (``--no-sandbox``, in a fresh process of its own, so every
+observation belongs to exactly that task) with two instruments around each probe call,
+through ``InProcessClient``'s ``instrument`` hook (a sandboxed grading has none):
+coverage.py in branch mode over ``reference/tinytrain`` and a call recorder (a profile
+function) that notes every call the probes make into tinytrain's public API: which
+parameters got a non-default value, and each array argument's dtype and layout
+(contiguous, transposed, strided, offset). The results go to ``docs/conformance.json``
+(the API itself comes from introspection of the reference, each callable with its torch
+twin's signature) and ``docs/conformance.md`` is rendered from it; the exemptions with
+their reasons are in ``scripts/conformance_exemptions.toml``, and
+``tests/test_conformance.py`` checks the committed files against all three.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "reference"
+PACKAGE = REFERENCE / "tinytrain"
+JSON_PATH = ROOT / "docs" / "conformance.json"
+DOC_PATH = ROOT / "docs" / "conformance.md"
+EXEMPTIONS_PATH = ROOT / "scripts" / "conformance_exemptions.toml"
+# operators and protocols a class's own dict may define that are API (the rest of its
+# dunders are Python's machinery: repr, hash, len, ...)
+DUNDERS = frozenset(f"__{n}__" for n in (
+    "init call getitem setitem add radd iadd sub rsub isub mul rmul imul truediv rtruediv "
+    "itruediv matmul rmatmul pow rpow neg abs eq ne lt le gt ge").split())
+# where a tinytrain module's twin lives in torch, longest prefix first
+TORCH_MODULES = (("tinytrain.data", "torch.utils.data"), ("tinytrain.cuda", None),
+                 ("tinytrain.models", None), ("tinytrain", "torch"))
+LAYOUTS = ("contiguous", "transposed", "strided", "offset")
+
+
+# ----- the API: introspection of the reference ------------------------------------------
+def solution_blocks() -> list[Any]:
+    """Every solution block of the reference (``graders.authoring.template``)."""
+    sys.path.insert(0, str(ROOT))
+    from graders import rubric
+    from graders.authoring.template import find_blocks
+
+    titles = {t.id: t.title for t in rubric.load().tasks}
+    blocks = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE))
+        blocks.extend(find_blocks(path.read_text(), rel, titles))
+    return blocks
+
+
+def _functions(obj: Any) -> list[Any]:
+    """The plain functions behind ``obj`` (a function, a static or class method, a
+    Triton kernel), outermost first."""
+    obj = getattr(obj, "__func__", obj)
+    obj = getattr(obj, "fn", obj)  # triton.JITFunction
+    out = []
+    while inspect.isfunction(obj) and obj not in out:
+        out.append(obj)
+        obj = getattr(obj, "__wrapped__", None)
+    return out
+
+
+def _parameters(fn: Any) -> list[dict[str, Any]]:
+    params = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in ("self", "cls", "ctx") and not params:
+            continue
+        variadic = p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        params.append({
+            "name": ("*" if p.kind == p.VAR_POSITIONAL else "**" if variadic else "") + p.name,
+            "default": None if p.default is p.empty else repr(p.default)[:60],
+            "required": p.default is p.empty and not variadic,
+            "tensor": "Tensor" in str(p.annotation) or "ndarray" in str(p.annotation),
+        })
+    return params
+
+
+def _torch_twin(key: str) -> str | None:
+    """``torch``'s callable of the same name and its signature, where both exist."""
+    try:
+        import torch  # noqa: F401 - imported for getattr below
+    except ImportError:
+        return None
+    for prefix, twin in TORCH_MODULES:
+        if key == prefix or key.startswith(prefix + "."):
+            break
+    if twin is None:
+        return None
+    path = twin + key[len(prefix):]
+    obj: Any = sys.modules["torch"]
+    for part in path.split(".")[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    try:
+        return f"{path}{inspect.signature(obj)}"
+    except (TypeError, ValueError):
+        return f"{path}(...)"
+
+
+def public_api(twins: bool = True) -> dict[str, dict[str, Any]]:
+    """Every public function and class of tinytrain the rubric grades (defined in a file
+    with a solution block), with its public methods, parameters and aliases; keyed by
+    the shortest public name. Imports the reference: run it in a process of its own."""
+    import importlib
+
+    graded = {str(PACKAGE / b.path) for b in solution_blocks()}
+    sys.path.insert(0, str(REFERENCE))
+    import tinytrain
+
+    names: dict[int, list[str]] = defaultdict(list)
+    objects: dict[int, Any] = {}
+    modules = [tinytrain]
+    for info in pkgutil.walk_packages(tinytrain.__path__, "tinytrain."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            modules.append(importlib.import_module(info.name))
+    for module in modules:
+        exported = getattr(module, "__all__", None)
+        for name in exported if exported is not None else vars(module):
+            obj = getattr(module, name, None)
+            if name.startswith("_") or inspect.ismodule(obj) or obj is None:
+                continue
+            fns = _functions(obj)
+            if not (inspect.isclass(obj) or fns):
+                continue
+            home = getattr(obj, "__module__", "") or ""
+            if not home.startswith("tinytrain") or (exported is None and home != module.__name__):
+                continue
+            source = inspect.getsourcefile(obj if inspect.isclass(obj) else fns[-1])
+            if source not in graded:
+                continue
+            names[id(obj)].append(f"{module.__name__}.{name}")
+            objects[id(obj)] = obj
+    api: dict[str, dict[str, Any]] = {}
+    for ident, obj in objects.items():
+        aliases = sorted(set(names[ident]), key=lambda n: (n.count("."), len(n), n))
+        key = aliases[0]
+        if inspect.isclass(obj):
+            members = [(key, "class", obj.__init__ if "__init__" in vars(obj) else None)]
+            for name, member in sorted(vars(obj).items()):
+                if name == "__init__" or not (name in DUNDERS or not name.startswith("_")):
+                    continue
+                if _functions(member):
+                    members.append((f"{key}.{name}", "method", member))
+        else:
+            members = [(key, "function", obj)]
+        for name, kind, member in members:
+            fns = _functions(member) if member is not None else []
+            entry: dict[str, Any] = {"kind": kind, "aliases": aliases[1:] if kind != "method" else []}
+            entry["parameters"] = _parameters(fns[-1]) if fns else []
+            if fns:
+                code = fns[-1].__code__
+                if code.co_filename.startswith(str(PACKAGE) + os.sep):  # not a dataclass's
+                    where = Path(code.co_filename).relative_to(PACKAGE)
+                    entry["defined"] = f"{where}:{code.co_firstlineno}"
+            if twins:
+                entry["torch"] = _torch_twin(name)
+            api[name] = entry
+    return dict(sorted(api.items()))
+
+
+# ----- the instruments --------------------------------------------------------------------
+def layout(array: Any) -> list[str]:
+    """The layout tags of a NumPy array (a tensor's storage): contiguous, transposed
+    (a permutation of a dense layout), or strided (gaps or negative steps); plus offset
+    when it starts past its base's first element."""
+    if array.flags.c_contiguous:
+        tags = ["contiguous"]
+    else:
+        order = sorted(range(array.ndim), key=lambda d: -array.strides[d])
+        dense = min(array.strides, default=0) >= 0 and array.transpose(order).flags.c_contiguous
+        tags = ["transposed" if dense else "strided"]
+    import numpy as np
+
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is not array and array.__array_interface__["data"][0] != root.__array_interface__["data"][0]:
+        tags.append("offset")
+    return tags
+
+
+class Recorder:
+    """The call recorder: a profile function, active only inside probe calls, that notes
+    each call from outside tinytrain into one of its public callables."""
+
+    def __init__(self, api: dict[str, dict[str, Any]]) -> None:
+        import numpy as np
+        import tinytrain
+
+        self.np, self.tensor = np, tinytrain.Tensor
+        self.root = str(PACKAGE) + os.sep
+        self.api = api
+        self.codes: dict[Any, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        for key, entry in api.items():
+            obj = _resolve(tinytrain, key, entry["kind"])
+            fns = _functions(obj)
+            if not fns:
+                continue
+            fn = fns[-1]
+            cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
+            self.codes[fn.__code__].append((key, cells))
+        self.seen: dict[str, dict[str, Any]] = {}
+
+    def _profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        entries = self.codes.get(frame.f_code)
+        if entries is None:
+            return
+        caller = frame.f_back
+        while caller is not None and caller.f_code.co_filename.startswith(self.root):
+            if caller.f_code in self.codes:
+                return  # called by tinytrain itself: the API as the grader drives it is the outer call
+            caller = caller.f_back
+        values = frame.f_locals
+        if len(entries) > 1:  # one code object behind several names: their closures tell
+            entries = [e for e in entries if all(values.get(n) is v for n, v in e[1].items())]
+        for key, _ in entries[:1]:
+            self._note(key, values)
+
+    def _note(self, key: str, values: dict[str, Any]) -> None:
+        seen = self.seen.setdefault(key, {"called": True, "nondefault": [], "arrays": {}})
+        for param in self.api[key]["parameters"]:
+            name = param["name"].lstrip("*")
+            if name not in values:
+                continue
+            value = values[name]
+            if param["name"].startswith("*"):
+                if value and param["name"] not in seen["nondefault"]:
+                    seen["nondefault"].append(param["name"])
+                items = list(value.values() if isinstance(value, dict) else value)
+            else:
+                if param["default"] is not None and param["name"] not in seen["nondefault"] and \
+                        not _is_default(value, param["default"]):
+                    seen["nondefault"].append(param["name"])
+                items = list(value[:8]) if isinstance(value, (list, tuple)) else [value]
+            for item in items:
+                array = item.data if isinstance(item, self.tensor) else item
+                if isinstance(array, self.np.ndarray):
+                    arrays = seen["arrays"].setdefault(param["name"], {"layouts": [], "dtypes": []})
+                    for tag in layout(array):
+                        if tag not in arrays["layouts"]:
+                            arrays["layouts"].append(tag)
+                    if str(array.dtype) not in arrays["dtypes"]:
+                        arrays["dtypes"].append(str(array.dtype))
+
+    @contextlib.contextmanager
+    def __call__(self, probe: str) -> Any:
+        threading.setprofile(self._profile)  # ranks as threads (assignment 7)
+        sys.setprofile(self._profile)
+        try:
+            yield
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
+
+
+def _resolve(tinytrain: Any, key: str, kind: str) -> Any:
+    import importlib
+
+    parts = key.split(".")
+    for cut in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+            break
+        except ImportError:
+            continue
+    parts = parts[cut:]
+    for part in parts[:-1]:
+        obj = getattr(obj, part)
+    if kind == "method":
+        return inspect.getattr_static(obj, parts[-1])
+    obj = getattr(obj, parts[-1])
+    return obj.__init__ if kind == "class" and "__init__" in vars(obj) else obj
+
+
+def _is_default(value: Any, default: str) -> bool:
+    try:
+        return repr(value)[:60] == default
+    except Exception:  # noqa: BLE001 - a value whose repr fails is no default
+        return False
+
+
+def grade_one(task_id: str) -> dict[str, Any]:
+    """Grade the reference on one task, instrumented; its observations and coverage."""
+    import coverage
+
+    sys.path.insert(0, str(ROOT))
+    from graders import rubric as rubric_module
+    from graders.runner.run import run_suites
+
+    api = _api_in_subprocess(twins=False)
+    recorders: list[Recorder] = []
+    cov = coverage.Coverage(branch=True, data_file=None, config_file=False,
+                            include=[str(PACKAGE / "*")])
+
+    @contextlib.contextmanager
+    def instrument(probe: str) -> Any:
+        if not recorders:  # the first probe call has imported the submission (as grading does)
+            recorders.append(Recorder(api))
+        cov.start()
+        try:
+            with recorders[0](probe):
+                yield
+        finally:
+            cov.stop()
+
+    rubric = rubric_module.load()
+    start = time.perf_counter()
+    results = run_suites(REFERENCE, rubric, (rubric.task(task_id),), sandbox=False,
+                         instrument=instrument)
+    seconds = time.perf_counter() - start
+    total = taken = 0
+    missed = []
+    for block in [b for b in solution_blocks() if b.task == task_id]:
+        analysis = cov._analyze(str(PACKAGE / block.path))
+        stats, missing = analysis.branch_stats(), analysis.missing_branch_arcs()
+        for line in sorted(stats):
+            if block.start + 1 < line <= block.end:
+                total += stats[line][0]
+                taken += stats[line][1]
+                missed += [f"{block.path}:{line}->{'exit' if d < 0 else d}"
+                           for d in sorted(missing.get(line, []))]
+    return {
+        "task": task_id,
+        "tests": len(results),
+        "passed": sum(r.status == "passed" for r in results),
+        "failed": [f"{r.name}: {r.status}: {r.message[:300]}" for r in results
+                   if r.status != "passed"],
+        "seconds": round(seconds, 1),
+        "branches": {"total": total, "taken": taken, "missed": missed},
+        "calls": recorders[0].seen if recorders else {},
+    }
+
+
+# ----- the matrix: merging, exemptions, rendering -----------------------------------------
+def build(api: dict[str, dict[str, Any]], tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The matrix from the API and each task's raw observations."""
+    matrix: dict[str, Any] = {}
+    for key, entry in api.items():
+        params = {}
+        for param in entry["parameters"]:
+            name = param["name"]
+            row: dict[str, Any] = {"default": param["default"], "tasks": []}
+            layouts: dict[str, list[str]] = {}
+            dtypes: dict[str, list[str]] = {}
+            for task_id, task in tasks.items():
+                seen = task["calls"].get(key)
+                if seen is None:
+                    continue
+                if name in seen["nondefault"] or (param["required"] and seen["called"]):
+                    row["tasks"].append(task_id)
+                arrays = seen["arrays"].get(name)
+                for tag in arrays["layouts"] if arrays else ():
+                    layouts.setdefault(tag, []).append(task_id)
+                for dtype in arrays["dtypes"] if arrays else ():
+                    dtypes.setdefault(dtype, []).append(task_id)
+            if layouts or param["tensor"]:
+                row["layouts"] = {t: layouts[t] for t in LAYOUTS if t in layouts}
+                row["dtypes"] = dict(sorted(dtypes.items()))
+            params[name] = row
+        matrix[key] = {
+            "kind": entry["kind"], "defined": entry.get("defined"), "aliases": entry["aliases"],
+            "torch": entry.get("torch"),
+            "called_by": [t for t, task in tasks.items() if key in task["calls"]],
+            "parameters": params,
+        }
+    coverage = {t: {"tests": task["tests"], "passed": task["passed"], **task["branches"]}
+                for t, task in tasks.items()}
+    return {"generated_by": "python scripts/conformance.py", "api": matrix,
+            "coverage": coverage, "raw": tasks}
+
+
+def gaps(matrix: dict[str, Any]) -> dict[str, set[str]]:
+    """What nothing in grading reaches: parameters never given a non-default value (or a
+    required one never passed), array arguments never given a non-contiguous layout, and
+    solution branches their own task never takes."""
+    out: dict[str, set[str]] = {"parameter": set(), "layout": set(), "branch": set()}
+    for key, entry in matrix["api"].items():
+        for name, row in entry["parameters"].items():
+            if not row["tasks"]:
+                out["parameter"].add(f"{key}:{name}")
+            if "layouts" in row and not set(row["layouts"]) - {"contiguous"}:
+                out["layout"].add(f"{key}:{name}")
+    for task_id, cov in matrix["coverage"].items():
+        out["branch"].update(f"{task_id} {at}" for at in cov["missed"])
+    return out
+
+
+def load_exemptions(path: Path = EXEMPTIONS_PATH) -> dict[str, dict[str, str]]:
+    """``{kind: {item: reason}}`` from the exemptions file (kinds as in ``gaps``)."""
+    data = tomllib.loads(path.read_text()) if path.exists() else {}
+    out: dict[str, dict[str, str]] = {k: {} for k in ("parameter", "layout", "branch")}
+    for kind, groups in data.items():
+        for group in groups:
+            for item in group["items"]:
+                out[kind][item] = group.get("reason", "").strip()
+    return out
+
+
+def _assignment(task_id: str) -> str:
+    return task_id.split(".")[0]
+
+
+def _tasks(ids: list[str]) -> str:
+    return ", ".join(ids) if ids else "**none**"
+
+
+def render(matrix: dict[str, Any], exemptions: dict[str, dict[str, str]]) -> str:
+    """``docs/conformance.md`` from the matrix: per assignment, each callable's
+    parameters and array arguments, then each task's branch coverage."""
+    by_assignment: dict[str, list[str]] = defaultdict(list)
+    for key, entry in matrix["api"].items():
+        homes = sorted({_assignment(t) for t in entry["called_by"]}, key=int)
+        by_assignment[homes[0] if homes else "none"].append(key)
+    lines = [
+        "# Conformance matrix", "",
+        "Generated by `python scripts/conformance.py` (from `docs/conformance.json`; do not "
+        "edit). It grades the reference once per task, in-process and instrumented, and "
+        "records which public callables of tinytrain the probes call, which parameters get "
+        "a non-default value (a required one counts when passed), which dtypes and layouts "
+        "each array argument gets, and which branches of each task's solution blocks run. "
+        "A gap is either covered by a test or exempted with its reason in "
+        "`scripts/conformance_exemptions.toml`; `tests/test_conformance.py` checks both. "
+        "Back to [grading](grading.md).", "",
+        "Marks: **none** = no task; *(exempt)* = a gap listed with its reason.", "",
+    ]
+    for assignment in sorted(by_assignment, key=lambda a: (a == "none", a.zfill(3))):
+        title = "not called by any task" if assignment == "none" else f"assignment {assignment}"
+        lines += [f"## API first called in {title}", "",
+                  "| callable | parameter | non-default in | layouts | dtypes |",
+                  "|---|---|---|---|---|"]
+        for key in by_assignment[assignment]:
+            entry = matrix["api"][key]
+            first = True
+            for name, row in entry["parameters"].items() or [("", None)]:
+                label = f"`{key}`" if first else ""
+                first = False
+                if row is None:
+                    lines.append(f"| {label} | - | {_tasks(entry['called_by'])} | | |")
+                    continue
+                mark = " *(exempt)*" if f"{key}:{name}" in exemptions["parameter"] else ""
+                layouts = ""
+                if "layouts" in row:
+                    layouts = "; ".join(f"{t}: {', '.join(v)}" for t, v in row["layouts"].items())
+                    layouts = layouts or "**none**"
+                    if f"{key}:{name}" in exemptions["layout"]:
+                        layouts += " *(exempt)*"
+                dtypes = ", ".join(row.get("dtypes", {}))
+                lines.append(f"| {label} | `{name}` | {_tasks(row['tasks'])}{mark} | {layouts} "
+                             f"| {dtypes} |")
+        lines.append("")
+    lines += ["## Branch coverage of the solution blocks, per task", "",
+              "| task | tests passed | branches taken | missed (file:line->target) |",
+              "|---|---|---|---|"]
+    for task_id, cov in sorted(matrix["coverage"].items(),
+                               key=lambda kv: tuple(map(int, kv[0].split(".")))):
+        missed = ", ".join(
+            f"`{m}`" + (" *(exempt)*" if f"{task_id} {m}" in exemptions["branch"] else "")
+            for m in cov["missed"])
+        lines.append(f"| {task_id} | {cov['passed']}/{cov['tests']} | "
+                     f"{cov['taken']}/{cov['total']} | {missed} |")
+    return "\n".join(lines) + "\n"
+
+
+def _api_in_subprocess(twins: bool) -> dict[str, dict[str, Any]]:
+    """``public_api`` in a fresh interpreter (the reference stays out of this one)."""
+    out = subprocess.run([sys.executable, __file__, "--api", *(["--twins"] if twins else [])],
+                         check=True, capture_output=True, text=True, cwd=ROOT)
+    return json.loads(out.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", help="comma-separated task ids (default: every task)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # the per-task child
+    parser.add_argument("--api", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--twins", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--render", action="store_true",
+                        help="only re-render docs/conformance.md from the JSON")
+    args = parser.parse_args(argv)
+    if args.api:
+        print(json.dumps(public_api(twins=args.twins)))
+        return 0
+    if args.one:
+        print(json.dumps(grade_one(args.one)))
+        return 0
+    previous = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {"raw": {}}
+    tasks = dict(previous["raw"])
+    if not args.render:
+        sys.path.insert(0, str(ROOT))
+        from graders import rubric as rubric_module
+
+        rubric = rubric_module.load()
+        chosen = [t.id for t in rubric.select(args.tasks)]
+        for task_id in chosen:
+            print(f"grading {task_id} instrumented ...", file=sys.stderr, flush=True)
+            with tempfile.TemporaryFile("w+") as out:
+                child = subprocess.run([sys.executable, __file__, "--one", task_id],
+                                       stdout=out, cwd=ROOT)
+                out.seek(0)
+                lines = out.read().splitlines()
+            if child.returncode != 0 or not lines:
+                print(f"  the instrumented grading of {task_id} failed (exit code "
+                      f"{child.returncode}); its previous entry is kept", file=sys.stderr)
+                continue
+            tasks[task_id] = json.loads(lines[-1])
+            task = tasks[task_id]
+            print(f"  {task['passed']}/{task['tests']} passed in {task['seconds']} s, "
+                  f"branches {task['branches']['taken']}/{task['branches']['total']}",
+                  file=sys.stderr)
+            for failure in task["failed"]:
+                print(f"  NOT PASSED under instrumentation: {failure}", file=sys.stderr)
+        known = {t.id for t in rubric.tasks}
+        tasks = {t: tasks[t] for t in sorted(tasks, key=lambda t: tuple(map(int, t.split("."))))
+                 if t in known}
+        matrix = build(_api_in_subprocess(twins=True), tasks)
+        JSON_PATH.write_text(json.dumps(matrix, indent=1, sort_keys=False) + "\n")
+    else:
+        matrix = previous
+    DOC_PATH.write_text(render(matrix, load_exemptions()))
+    found = gaps(matrix)
+    exempt = load_exemptions()
+    for kind, items in found.items():
+        left = sorted(items - set(exempt[kind]))
+        print(f"{kind}: {len(items)} gaps, {len(left)} without an exemption", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
