@@ -99,9 +99,7 @@ def _torch_twin(key: str) -> str | None:
         import torch  # noqa: F401 - imported for getattr below
     except ImportError:
         return None
-    for prefix, twin in TORCH_MODULES:
-        if key == prefix or key.startswith(prefix + "."):
-            break
+    prefix, twin = next((p, t) for p, t in TORCH_MODULES if key == p or key.startswith(p + "."))
     if twin is None:
         return None
     path = twin + key[len(prefix):]
@@ -112,7 +110,11 @@ def _torch_twin(key: str) -> str | None:
             return None
     try:
         return f"{path}{inspect.signature(obj)}"
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # a builtin: its docstring's first line has it
+        first = (getattr(obj, "__doc__", None) or "").strip().split("\n", 1)[0]
+        name = path.rsplit(".", 1)[1]
+        if first.startswith(name + "("):
+            return f"{path}{first[len(name):]}"
         return f"{path}(...)"
 
 
@@ -235,7 +237,10 @@ class Recorder:
         if len(entries) > 1:  # one code object behind several names: their closures tell
             entries = [e for e in entries if all(values.get(n) is v for n, v in e[1].items())]
         for key, _ in entries[:1]:
-            self._note(key, values)
+            try:
+                self._note(key, values)
+            except Exception:  # noqa: BLE001 - the recorder never changes what grading sees
+                pass
 
     def _note(self, key: str, values: dict[str, Any]) -> None:
         seen = self.seen.setdefault(key, {"called": True, "nondefault": [], "arrays": {}})
@@ -352,6 +357,27 @@ def grade_one(task_id: str) -> dict[str, Any]:
     }
 
 
+def static_branches() -> dict[str, int]:
+    """Per task, the branch exits of its solution blocks as coverage.py's parser counts
+    them (no grading: the tests compare it with the committed totals, so a changed
+    reference needs a fresh matrix)."""
+    from coverage.config import DEFAULT_EXCLUDE
+    from coverage.misc import join_regex
+    from coverage.parser import PythonParser
+
+    totals: dict[str, int] = defaultdict(int)
+    counts: dict[str, dict[int, int]] = {}
+    for block in solution_blocks():
+        if block.path not in counts:
+            parser = PythonParser(filename=str(PACKAGE / block.path),
+                                  exclude=join_regex(DEFAULT_EXCLUDE))
+            parser.parse_source()
+            counts[block.path] = parser.exit_counts()
+        totals[block.task] += sum(n for line, n in counts[block.path].items()
+                                  if n > 1 and block.start + 1 < line <= block.end)
+    return dict(totals)
+
+
 # ----- the matrix: merging, exemptions, rendering -----------------------------------------
 def build(api: dict[str, dict[str, Any]], tasks: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The matrix from the API and each task's raw observations."""
@@ -386,8 +412,30 @@ def build(api: dict[str, dict[str, Any]], tasks: dict[str, dict[str, Any]]) -> d
         }
     coverage = {t: {"tests": task["tests"], "passed": task["passed"], **task["branches"]}
                 for t, task in tasks.items()}
-    return {"generated_by": "python scripts/conformance.py", "api": matrix,
-            "coverage": coverage, "raw": tasks}
+    return {"generated_by": "python scripts/conformance.py", "api": matrix, "coverage": coverage}
+
+
+def unbuild(matrix: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each task's observations back from a matrix (``build``'s inverse, enough to
+    rebuild it), so ``--tasks`` grades only those tasks and keeps the others'."""
+    tasks: dict[str, dict[str, Any]] = {}
+    for task_id, cov in matrix["coverage"].items():
+        calls: dict[str, Any] = {}
+        for key, entry in matrix["api"].items():
+            if task_id not in entry["called_by"]:
+                continue
+            arrays: dict[str, Any] = {}
+            for name, row in entry["parameters"].items():
+                layouts = [t for t, ids in row.get("layouts", {}).items() if task_id in ids]
+                dtypes = [d for d, ids in row.get("dtypes", {}).items() if task_id in ids]
+                if layouts or dtypes:
+                    arrays[name] = {"layouts": layouts, "dtypes": dtypes}
+            calls[key] = {"called": True, "arrays": arrays,
+                          "nondefault": [n for n, r in entry["parameters"].items()
+                                         if task_id in r["tasks"]]}
+        tasks[task_id] = {"tests": cov["tests"], "passed": cov["passed"], "calls": calls,
+                          "branches": {k: cov[k] for k in ("total", "taken", "missed")}}
+    return tasks
 
 
 def gaps(matrix: dict[str, Any]) -> dict[str, set[str]]:
@@ -417,6 +465,49 @@ def load_exemptions(path: Path = EXEMPTIONS_PATH) -> dict[str, dict[str, str]]:
     return out
 
 
+EXEMPTIONS_HEADER = """\
+# Exemptions of the conformance matrix (docs/conformance.md), checked by
+# tests/test_conformance.py: each item is a gap no graded test reaches, with the reason.
+#   [[parameter]]  "callable:parameter": no task gives it a non-default value (a required
+#                  one: no task calls the callable)
+#   [[layout]]     "callable:argument": no task gives this array argument a layout other
+#                  than contiguous
+#   [[branch]]     "task file:line->target": a branch of that task's solution blocks its
+#                  own tests never take
+# `python scripts/conformance.py --prune` drops items that are no longer gaps;
+# `--propose` appends the open gaps as groups with an empty reason, to be written.
+"""
+
+
+def write_exemptions(groups: dict[str, list[dict[str, Any]]], path: Path = EXEMPTIONS_PATH) -> None:
+    """Write ``{kind: [{"reason", "items"}]}`` as the exemptions file."""
+    out = [EXEMPTIONS_HEADER]
+    for kind in ("parameter", "layout", "branch"):
+        for group in groups.get(kind, []):
+            if not group["items"]:
+                continue
+            out += ["", f"[[{kind}]]", f"reason = {json.dumps(group['reason'])}", "items = ["]
+            out += [f"  {json.dumps(item)}," for item in group["items"]]
+            out.append("]")
+    path.write_text("\n".join(out) + "\n")
+
+
+def update_exemptions(matrix: dict[str, Any], prune: bool, propose: bool) -> None:
+    """Drop exempted items that are no longer gaps; append open gaps for a reason."""
+    groups = tomllib.loads(EXEMPTIONS_PATH.read_text()) if EXEMPTIONS_PATH.exists() else {}
+    found = gaps(matrix)
+    exempt: set[str] = set()
+    for kind in ("parameter", "layout", "branch"):
+        for group in groups.setdefault(kind, []):
+            if prune:
+                group["items"] = [i for i in group["items"] if i in found[kind]]
+            exempt.update(f"{kind} {i}" for i in group["items"])
+        left = sorted(i for i in found[kind] if f"{kind} {i}" not in exempt)
+        if propose and left:
+            groups[kind].append({"reason": "", "items": left})
+    write_exemptions(groups)
+
+
 def _assignment(task_id: str) -> str:
     return task_id.split(".")[0]
 
@@ -440,8 +531,20 @@ def render(matrix: dict[str, Any], exemptions: dict[str, dict[str, str]]) -> str
         "a non-default value (a required one counts when passed), which dtypes and layouts "
         "each array argument gets, and which branches of each task's solution blocks run. "
         "A gap is either covered by a test or exempted with its reason in "
-        "`scripts/conformance_exemptions.toml`; `tests/test_conformance.py` checks both. "
-        "Back to [grading](grading.md).", "",
+        "`scripts/conformance_exemptions.toml`; `tests/test_conformance.py` checks both "
+        "against the committed files. Back to [grading](grading.md).", "",
+        "```",
+        "python scripts/conformance.py                  # grade every task, rewrite both files",
+        "python scripts/conformance.py --tasks 2.1,5    # these tasks only, the rest kept",
+        "python scripts/conformance.py --render         # grade nothing: rebuild from the JSON",
+        "python scripts/conformance.py --prune --propose  # drop stale exemptions, list open gaps",
+        "```", "",
+        "Each task is graded in a process of its own (`--no-sandbox`, one task at a time, "
+        "so each observation belongs to exactly its task); a grading without the script "
+        "has no instrument. A layout is *transposed* when the array is a permutation of a "
+        "dense layout, *strided* when it has gaps or negative steps, *offset* when it "
+        "starts past its base's first element. Only calls from outside tinytrain count "
+        "(the API as the probes drive it, not tinytrain's calls of itself).", "",
         "Marks: **none** = no task; *(exempt)* = a gap listed with its reason.", "",
     ]
     for assignment in sorted(by_assignment, key=lambda a: (a == "none", a.zfill(3))):
@@ -496,7 +599,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--twins", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--render", action="store_true",
-                        help="only re-render docs/conformance.md from the JSON")
+                        help="grade nothing: rebuild both files from the committed "
+                        "observations and the API as it is now")
+    parser.add_argument("--prune", action="store_true",
+                        help="drop exemptions of what is no longer a gap")
+    parser.add_argument("--propose", action="store_true",
+                        help="append the gaps without an exemption, with empty reasons")
     args = parser.parse_args(argv)
     if args.api:
         print(json.dumps(public_api(twins=args.twins)))
@@ -504,39 +612,36 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(grade_one(args.one)))
         return 0
-    previous = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {"raw": {}}
-    tasks = dict(previous["raw"])
-    if not args.render:
-        sys.path.insert(0, str(ROOT))
-        from graders import rubric as rubric_module
+    previous = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else None
+    tasks = unbuild(previous) if previous else {}
+    sys.path.insert(0, str(ROOT))
+    from graders import rubric as rubric_module
 
-        rubric = rubric_module.load()
-        chosen = [t.id for t in rubric.select(args.tasks)]
-        for task_id in chosen:
-            print(f"grading {task_id} instrumented ...", file=sys.stderr, flush=True)
-            with tempfile.TemporaryFile("w+") as out:
-                child = subprocess.run([sys.executable, __file__, "--one", task_id],
-                                       stdout=out, cwd=ROOT)
-                out.seek(0)
-                lines = out.read().splitlines()
-            if child.returncode != 0 or not lines:
-                print(f"  the instrumented grading of {task_id} failed (exit code "
-                      f"{child.returncode}); its previous entry is kept", file=sys.stderr)
-                continue
-            tasks[task_id] = json.loads(lines[-1])
-            task = tasks[task_id]
-            print(f"  {task['passed']}/{task['tests']} passed in {task['seconds']} s, "
-                  f"branches {task['branches']['taken']}/{task['branches']['total']}",
-                  file=sys.stderr)
-            for failure in task["failed"]:
-                print(f"  NOT PASSED under instrumentation: {failure}", file=sys.stderr)
-        known = {t.id for t in rubric.tasks}
-        tasks = {t: tasks[t] for t in sorted(tasks, key=lambda t: tuple(map(int, t.split("."))))
-                 if t in known}
-        matrix = build(_api_in_subprocess(twins=True), tasks)
-        JSON_PATH.write_text(json.dumps(matrix, indent=1, sort_keys=False) + "\n")
-    else:
-        matrix = previous
+    rubric = rubric_module.load()
+    for task_id in [] if args.render else [t.id for t in rubric.select(args.tasks)]:
+        print(f"grading {task_id} instrumented ...", file=sys.stderr, flush=True)
+        with tempfile.TemporaryFile("w+") as out:
+            child = subprocess.run([sys.executable, __file__, "--one", task_id],
+                                   stdout=out, cwd=ROOT)
+            out.seek(0)
+            lines = out.read().splitlines()
+        if child.returncode != 0 or not lines:
+            print(f"  the instrumented grading of {task_id} failed (exit code "
+                  f"{child.returncode}); its previous entry is kept", file=sys.stderr)
+            continue
+        task = tasks[task_id] = json.loads(lines[-1])
+        print(f"  {task['passed']}/{task['tests']} passed in {task['seconds']} s, "
+              f"branches {task['branches']['taken']}/{task['branches']['total']}",
+              file=sys.stderr)
+        for failure in task["failed"]:
+            print(f"  NOT PASSED under instrumentation: {failure}", file=sys.stderr)
+    known = {t.id for t in rubric.tasks}
+    tasks = {t: tasks[t] for t in sorted(tasks, key=lambda t: tuple(map(int, t.split("."))))
+             if t in known}
+    matrix = build(_api_in_subprocess(twins=True), tasks)
+    JSON_PATH.write_text(json.dumps(matrix, indent=1) + "\n")
+    if args.prune or args.propose:
+        update_exemptions(matrix, args.prune, args.propose)
     DOC_PATH.write_text(render(matrix, load_exemptions()))
     found = gaps(matrix)
     exempt = load_exemptions()
