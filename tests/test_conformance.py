@@ -102,6 +102,14 @@ def test_instrumentation_is_refused_for_a_sandboxed_grading() -> None:
                    instrument=lambda probe: None)
 
 
+def test_kernel_sources_are_mapped_to_their_files() -> None:
+    """The grader's kernel builds (assignment 6) are counted under the reference's files."""
+    sys.path.insert(0, str(ROOT))
+    from graders.probes import _cuda_source
+
+    assert conformance.KERNEL_FILES == _cuda_source._FILES + "/"
+
+
 def test_layouts_are_told_apart() -> None:
     import numpy as np
 
