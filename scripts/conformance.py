@@ -151,31 +151,43 @@ def public_api(twins: bool = True) -> dict[str, dict[str, Any]]:
                 continue
             names[id(obj)].append(f"{module.__name__}.{name}")
             objects[id(obj)] = obj
-    api: dict[str, dict[str, Any]] = {}
+    members: list[tuple[str, str, Any, list[str]]] = []  # (name, kind, callable, aliases)
     for ident, obj in objects.items():
         aliases = sorted(set(names[ident]), key=lambda n: (n.count("."), len(n), n))
         key = aliases[0]
         if inspect.isclass(obj):
-            members = [(key, "class", obj.__init__ if "__init__" in vars(obj) else None)]
+            members.append((key, "class", obj.__init__ if "__init__" in vars(obj) else None,
+                            aliases[1:]))
             for name, member in sorted(vars(obj).items()):
                 if name == "__init__" or not (name in DUNDERS or not name.startswith("_")):
                     continue
                 if _functions(member):
-                    members.append((f"{key}.{name}", "method", member))
+                    members.append((f"{key}.{name}", "method", member, []))
         else:
-            members = [(key, "function", obj)]
-        for name, kind, member in members:
-            fns = _functions(member) if member is not None else []
-            entry: dict[str, Any] = {"kind": kind, "aliases": aliases[1:] if kind != "method" else []}
-            entry["parameters"] = _parameters(fns[-1]) if fns else []
-            if fns:
-                code = fns[-1].__code__
-                if code.co_filename.startswith(str(PACKAGE) + os.sep):  # not a dataclass's
-                    where = Path(code.co_filename).relative_to(PACKAGE)
-                    entry["defined"] = f"{where}:{code.co_firstlineno}"
-            if twins:
-                entry["torch"] = _torch_twin(name)
-            api[name] = entry
+            members.append((key, "function", obj, aliases[1:]))
+    # one function under several names (``tt.add``, ``Tensor.add``, ``Tensor.__add__``) is
+    # one callable: a call cannot tell which name it came by
+    groups: dict[int, list[tuple[str, str, Any, list[str]]]] = defaultdict(list)
+    for member in members:
+        fns = _functions(member[2]) if member[2] is not None else []
+        groups[id(fns[-1]) if fns else id(member)].append(member)
+    order = {"function": 0, "class": 1, "method": 2}
+    api: dict[str, dict[str, Any]] = {}
+    for group in groups.values():
+        group.sort(key=lambda m: (order[m[1]], m[0].count("."), len(m[0]), m[0]))
+        name, kind, member, aliases = group[0]
+        aliases = sorted({*aliases, *(a for m in group[1:] for a in (m[0], *m[3]))})
+        fns = _functions(member) if member is not None else []
+        entry: dict[str, Any] = {"kind": kind, "aliases": aliases}
+        entry["parameters"] = _parameters(fns[-1]) if fns else []
+        if fns:
+            code = fns[-1].__code__
+            if code.co_filename.startswith(str(PACKAGE) + os.sep):  # not a dataclass's
+                where = Path(code.co_filename).relative_to(PACKAGE)
+                entry["defined"] = f"{where}:{code.co_firstlineno}"
+        if twins:
+            entry["torch"] = _torch_twin(name)
+        api[name] = entry
     return dict(sorted(api.items()))
 
 
