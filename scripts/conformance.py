@@ -88,7 +88,9 @@ def _parameters(fn: Any) -> list[dict[str, Any]]:
             "name": ("*" if p.kind == p.VAR_POSITIONAL else "**" if variadic else "") + p.name,
             "default": None if p.default is p.empty else repr(p.default)[:60],
             "required": p.default is p.empty and not variadic,
-            "tensor": "Tensor" in str(p.annotation) or "ndarray" in str(p.annotation),
+            # an array argument by its annotation (``Tensor | None``, not ``Callable[[Tensor], ...]``)
+            "tensor": bool({x.strip(" '\"") for x in str(p.annotation).split("|")}
+                           & {"Tensor", "np.ndarray", "ndarray"}),
         })
     return params
 
