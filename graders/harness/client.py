@@ -440,10 +440,15 @@ class SandboxClient:
 
 class InProcessClient:
     """Runs probes in this process (``--no-sandbox``): no deadline, no isolation, but
-    pdb works. Values still go through the wire format, so observations are the same."""
+    pdb works. Values still go through the wire format, so observations are the same.
 
-    def __init__(self, submission: Path) -> None:
+    ``instrument`` (only ``scripts/conformance.py`` passes one; never a sandboxed
+    grading, which has no such hook): called with the probe's name, it returns a context
+    manager that each probe runs inside (coverage, a call recorder)."""
+
+    def __init__(self, submission: Path, instrument: Any = None) -> None:
         self.submission = Path(submission).resolve()
+        self.instrument = instrument
         self._tt: Any = None
         self._root = str(self.submission / "tinytrain")
         self._guarded: Any = None
@@ -482,7 +487,12 @@ class InProcessClient:
 
         tt = self._import()
         request = _round_trip({"cmd": "call", "probe": probe, "args": list(args), "kwargs": kwargs})
-        reply = _round_trip(self._guarded(tt, self._root, probes, request))
+        if self.instrument is None:
+            reply = self._guarded(tt, self._root, probes, request)
+        else:
+            with self.instrument(probe):
+                reply = self._guarded(tt, self._root, probes, request)
+        reply = _round_trip(reply)
         if reply.get("ok"):
             return reply.get("value")
         raise outcome_from_error(reply.get("error") or {})

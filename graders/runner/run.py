@@ -60,6 +60,7 @@ def run_suites(
     deadline: float = float("inf"),
     budget_s: float | None = None,
     progress: Any = None,
+    instrument: Any = None,
 ) -> list[TestResult]:
     """Run every grader test of ``tasks`` against ``submission``; one result per test.
     ``sandbox`` is True (a sandbox made here), a ``Sandbox`` set up by the caller, or
@@ -68,7 +69,10 @@ def run_suites(
     (every failure reports the first failing example found, not a minimal one). Tests
     not begun by ``deadline`` (``time.monotonic()``) are recorded as timeouts without
     running. ``progress`` (a ``report.console.Progress``) is told of each test begun and
-    done."""
+    done. ``instrument`` (``InProcessClient``'s hook, for ``scripts/conformance.py``)
+    needs ``sandbox=False``: a sandboxed grading of student code is never instrumented."""
+    if instrument is not None and sandbox is not False:
+        raise ValueError("an instrumented grading runs in-process only (sandbox=False)")
     limits = rubric.limits
     own_sandbox = None
     if sandbox is True:
@@ -82,7 +86,7 @@ def run_suites(
             cuda=any(t.id.split(".")[0] == "6" for t in tasks),
         )
     else:
-        client = InProcessClient(submission)
+        client = InProcessClient(submission, instrument=instrument)
     plugin = GradingPlugin(
         client,
         task_ids={t.id for t in tasks},
