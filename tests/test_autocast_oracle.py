@@ -233,10 +233,12 @@ def test_cache_facts_hold_in_torch():
 @given(script=region_scripts())
 def test_region_states_follow_torch(script):
     """The state queries of a region script (graders.oracle.autocast.script_records) are
-    torch's is_autocast_enabled / get_autocast_dtype, played with torch.autocast("cpu")
+    torch's is_autocast_enabled / get_autocast_dtype, played with torch.autocast("cpu"),
+    and an exception raised inside a region propagates out of it
     (torch's CPU default dtype is bfloat16; tinytrain's is float16 everywhere, so the
     script starts from float16)."""
-    expected = [r for r in oracle.script_records(script) if isinstance(r, list)]
+    expected = [r for r in oracle.script_records(script) if isinstance(r, list)
+                or r.startswith("exception")]
     found, stack = [], []
     prev = torch.get_autocast_dtype("cpu")
     torch.set_autocast_dtype("cpu", torch.float16)
@@ -252,6 +254,16 @@ def test_region_states_follow_torch(script):
                 stack.append(region)
             elif step[0] == "exit":
                 stack.pop().__exit__(None, None, None)
+            elif step[0] == "raise":  # the region left by an exception raised inside it
+                region = stack.pop()
+                try:
+                    with contextlib.ExitStack() as inside:
+                        inside.push(region)
+                        raise LookupError("inside")
+                except LookupError:
+                    found.append("exception propagated")
+                else:
+                    found.append("exception swallowed")
             elif step[0] == "state":
                 found.append([torch.is_autocast_enabled("cpu"),
                               str(torch.get_autocast_dtype("cpu")).removeprefix("torch.")])

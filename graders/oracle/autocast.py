@@ -165,7 +165,8 @@ def region_state(spec: dict[str, Any], outer: tuple[bool, str]) -> tuple[bool, s
 
 def script_records(script: list[list[Any]]) -> list[Any]:
     """What ``graders.probes.autocast.regions`` records for ``script`` in torch's
-    semantics: each call's "received->output" dtype, each state query's [enabled, dtype]."""
+    semantics: each call's "received->output" dtype, each state query's [enabled, dtype],
+    each exception raised inside a region propagated (and the state restored)."""
     stack: list[tuple[bool, str]] = []
     current = (False, "float16")
 
@@ -181,6 +182,9 @@ def script_records(script: list[list[Any]]) -> list[Any]:
             current = region_state(step[1], current)
         elif step[0] == "exit":
             current = stack.pop()
+        elif step[0] == "raise":  # torch's __exit__ restores the state and returns False
+            current = stack.pop()
+            records.append("exception propagated")
         elif step[0] == "call":
             records.append(call(current, step[1], step[2]))
         elif step[0] == "state":

@@ -158,13 +158,19 @@ def policy_casts(tt: Any, cases: list[dict[str, Any]], value: np.ndarray) -> lis
     return found
 
 
+class _RaisedInside(Exception):
+    """The exception a ["raise"] step raises inside a region."""
+
+
 @probe
 def regions(tt: Any, script: list[list[Any]], value: np.ndarray) -> list[Any]:
     """Play a script of nested regions and calls: ["enter", region spec], ["exit"],
     ["call", policy, input dtype] (the probe Function of that policy on a fresh tensor of
     that dtype), ["state"] (is_autocast_enabled(), get_autocast_dtype()),
-    ["decorated", region spec, policy, dtype] (a function decorated with the region).
-    Returns one record per call/state step: "received->output" dtypes, or the state."""
+    ["decorated", region spec, policy, dtype] (a function decorated with the region),
+    ["raise"] (the innermost region left through an exception raised inside it).
+    Returns one record per call/state/raise step: "received->output" dtypes, the state,
+    or whether the exception propagated."""
     fns, log = recorders(tt)
     stack: list[Any] = []
     records: list[Any] = []
@@ -182,6 +188,14 @@ def regions(tt: Any, script: list[list[Any]], value: np.ndarray) -> list[Any]:
                 stack.append(region)
             elif step[0] == "exit":
                 stack.pop().__exit__(None, None, None)
+            elif step[0] == "raise":
+                # what ``with`` does when the block raises: __exit__ gets the exception
+                # and a true result would swallow it
+                try:
+                    raise _RaisedInside("raised inside the region")
+                except _RaisedInside as exc:
+                    swallowed = stack.pop().__exit__(type(exc), exc, exc.__traceback__)
+                records.append("exception swallowed" if swallowed else "exception propagated")
             elif step[0] == "call":
                 records.append(call(step[1], step[2]))
             elif step[0] == "state":

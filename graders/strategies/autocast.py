@@ -45,8 +45,9 @@ def region_spec() -> st.SearchStrategy[dict[str, Any]]:
 def region_scripts(draw: Any) -> list[list[Any]]:
     """Nested autocast regions (enabled or not, float16 or bfloat16 or the current dtype,
     "cuda" or "cpu") with calls of each policy on float32/float16/bfloat16/float64
-    inputs and state queries between them; every region is exited, and a call and a
-    state query follow the outermost exit."""
+    inputs and state queries between them; every region is exited (["exit"], or
+    ["raise"]: through an exception raised inside it), and a call and a state query
+    follow the outermost exit."""
     script: list[list[Any]] = []
     depth = 0
     for _ in range(draw(st.integers(4, 14))):
@@ -58,7 +59,8 @@ def region_scripts(draw: Any) -> list[list[Any]]:
             script.append(["enter", draw(region_spec())])
             depth += 1
         elif kind == "exit":
-            script.append(["exit"])
+            # left normally, or through an exception raised inside the region
+            script.append([draw(st.sampled_from(["exit", "raise"]))])
             depth -= 1
         elif kind == "state":
             script.append(["state"])

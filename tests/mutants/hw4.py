@@ -460,3 +460,30 @@ MUTANTS += [
             "another keeps its parent's setting",
     ),
 ]
+
+MUTANTS += [
+    Mutant(
+        id="autocast-exit-skips-restore-on-exception",
+        task="4.2",
+        file="amp/autocast_mode.py",
+        find="""    def __exit__(self, *exc: object) -> None:
+        # BEGIN SOLUTION 4.2""",
+        replace="""    def __exit__(self, *exc: object) -> None:
+        if exc and exc[0] is not None:
+            return
+        # BEGIN SOLUTION 4.2""",
+        why="a region left through an exception keeps autocast on: __exit__ restores the "
+            "state it found only when the block ends normally",
+    ),
+    Mutant(
+        id="autocast-exit-swallows-exception",
+        task="4.2",
+        file="amp/autocast_mode.py",
+        find="""        state.enabled, state.dtype, state.cache_enabled = self._prev
+        # END SOLUTION""",
+        replace="""        state.enabled, state.dtype, state.cache_enabled = self._prev
+        return True
+        # END SOLUTION""",
+        why="__exit__ returns True, so an exception raised inside autocast is swallowed",
+    ),
+]

@@ -151,6 +151,17 @@ def test_policy_casts(submission, policy, autocast_dtype, specs):
                          what=f"{what}: the dtypes its forward receives")
 
 
+def _step_of(script, record):
+    """The index in ``script`` of the step that gave record number ``record``."""
+    k = -1
+    for i, step in enumerate(script):
+        if step[0] in ("call", "state", "decorated", "raise"):
+            k += 1
+            if k == record:
+                return i
+    return len(script) - 1
+
+
 @task("4.2")
 @settings(max_examples=examples(30))
 @given(script=region_scripts())
@@ -159,13 +170,14 @@ def test_regions(submission, script):
     enclosing region's), used as context managers and as decorators: inside each one the
     policy applies as that region says (enabled=False: nothing is cast, also inside an
     enabled region), is_autocast_enabled() and get_autocast_dtype() report it, and each
-    exit restores what the region found."""
+    exit restores what the region found, also when the region is left through an
+    exception raised inside it (which propagates)."""
     got = submission.call("autocast.regions", script, value("regions", str(script)))
     expected = oracle.script_records(script)
     conform(got, ListOf(Kind(list, str)), what="autocast.regions")
     lines, k = [], 0
     for step in script:
-        if step[0] in ("call", "state", "decorated"):
+        if step[0] in ("call", "state", "decorated", "raise"):
             mark = "  <-- here" if k < len(got) and k < len(expected) and \
                 got[k] != expected[k] else ""
             lines.append(f"{step}{mark}")
@@ -176,8 +188,15 @@ def test_regions(submission, script):
         "\n    ".join(lines)
     assert_equal(len(got), len(expected), what="number of records", case=case)
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-        kind = "state [is_autocast_enabled(), get_autocast_dtype()]" if isinstance(e, list) \
-            else "dtype received -> output dtype of a call"
+        if isinstance(e, list):
+            kind = "state [is_autocast_enabled(), get_autocast_dtype()]"
+        elif e.startswith("exception"):
+            kind = "after an exception inside autocast: does it propagate out of the region"
+        else:
+            kind = "dtype received -> output dtype of a call"
+        after_raise = any(step == ["raise"] for step in script[:_step_of(script, i) + 1])
+        if after_raise and not (isinstance(e, str) and e.startswith("exception")):
+            kind += " (after an exception inside autocast, at a [\"raise\"] step)"
         assert_equal(g, e, what=f"record {i} ({kind})", case=case)
 
 
