@@ -114,7 +114,19 @@ def _laid_out(value: Any) -> Any:
         wide = np.zeros((*array.shape[:-1], array.shape[-1] * 2), array.dtype)
         wide[..., ::2] = array
         return wide[..., ::2]
+    if layout == "offset":  # a view whose first element is not its allocation's
+        wide = np.zeros(array.size + 8, array.dtype)
+        view = wide[5:5 + array.size].reshape(array.shape)
+        view[...] = array
+        return view
     return np.array(array, copy=True)
+
+
+def _memory_of(a: np.ndarray) -> np.ndarray:
+    """The whole allocation behind a view (its gaps included)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
 
 
 @probe
@@ -132,6 +144,8 @@ def wrapper(tt: Any, module: str, function: str, args: list[Any],
     fn = getattr(mod, function)
     laid = [_laid_out(a) for a in args]
     images = rt.argument_images([a for a in laid if isinstance(a, np.ndarray)])
+    before = [np.array(_memory_of(a), copy=True) if isinstance(a, np.ndarray) else None
+              for a in laid]
     rt.LAUNCHES.clear()
     log: list[dict[str, Any]] = []
     rt.RECORDING[:] = [log]
@@ -149,7 +163,14 @@ def wrapper(tt: Any, module: str, function: str, args: list[Any],
             raise TypeError(f"tinytrain.cuda.{module}.{function} returned a "
                             f"{type_name(r)}, not a numpy.ndarray")
     values = [np.array(r, copy=True) for r in results]
-    observed: dict[str, Any] = {"results": values, "launched": launched}
+    # ownership: the arguments whose memory (gaps of a strided view included) changed,
+    # and for each result the arguments it shares memory with
+    written = [k for k, (a, b) in enumerate(zip(laid, before))
+               if b is not None and not _same(_memory_of(a), b)]
+    shared = [[k for k, a in enumerate(laid) if isinstance(a, np.ndarray)
+               and np.shares_memory(r, a)] for r in results]
+    observed: dict[str, Any] = {"results": values, "launched": launched,
+                                "written_args": written, "shared_args": shared}
     if replay is not None:
         try:
             shadow = rt.replay(log, replay["sources"], replay.get("outputs", {}), images)

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from graders.kerneltable import WRAPPERS
 from graders.kerneltable.checks import check_wrapper, need_triton
-from graders.strategies.cuda import Values
+from graders.strategies.cuda import Seeded, Values
+from graders.suites._seed import case_seed
 from graders.suites._support import examples, task
 
 PARAMS = [pytest.param(w, id=f"{w.module}.{w.name}", marks=task(w.task)) for w in WRAPPERS]
@@ -18,8 +19,14 @@ PARAMS = [pytest.param(w, id=f"{w.module}.{w.name}", marks=task(w.task)) for w i
 
 @pytest.mark.parametrize("info", PARAMS)
 def test_wrapper(submission, info):
-    """The wrapper's results against torch, and the kernels it launched."""
+    """The wrapper's results against torch, the kernels it launched, and its arguments
+    unchanged: first with every array argument column-strided, then drawn layouts."""
     need_triton(submission)
+    values = Seeded(case_seed(3, "cuda wrapper", info.module, info.name), "strided")
+    args, kwargs, expected, description = info.call(values)
+    check_wrapper(submission, info, args, kwargs, expected,
+                  f"{description} [every array argument column-strided]", values.lines,
+                  values.name_of)
 
     @settings(max_examples=examples(info.examples))
     @given(st.data())
