@@ -35,7 +35,20 @@ class DeviceOpInfo:
 
 def _f(v: Values, name: str, shape: tuple[int, ...], scale: float = 1.0,
        shift: float = 0.0) -> dict[str, Any]:
-    return {"array": v.normal(name, shape, "float32", scale, shift), "grad": True}
+    """A float32 input that needs a gradient; of 2 dims or more, stored contiguous or as
+    the transpose of a leaf (a view with its last two dims swapped in memory), drawn for
+    each input on its own."""
+    spec = {"array": v.normal(name, shape, "float32", scale, shift), "grad": True}
+    if len(shape) >= 2:
+        spec["layout"] = v.pick(("contiguous", "transposed"))
+    return spec
+
+
+def said(inputs: list[dict[str, Any]]) -> str:
+    """The inputs' layouts, for a case's description."""
+    laid = [f"input {k} transposed" for k, i in enumerate(inputs)
+            if i.get("layout") == "transposed"]
+    return f" ({', '.join(laid)})" if laid else ""
 
 
 def _linear(v: Values) -> tuple[list[dict[str, Any]], dict[str, Any], str]:

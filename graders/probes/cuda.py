@@ -269,20 +269,30 @@ def device_op(tt: Any, op: str, inputs: list[dict[str, Any]], kwargs: dict[str, 
     by "module.kernel") every launch runs the grader's build of the kernel."""
     rt.triton_module()
     call = _device_ops(tt)[op]
-    tensors = [tt.tensor(i["array"], device="cuda", requires_grad=bool(i.get("grad")))
-               for i in inputs]
+    # an input with layout "transposed" is the transpose of a leaf stored the other way
+    # round: the operator gets a view whose last two dims are swapped in memory
+    swapped = [i.get("layout") == "transposed" and np.ndim(i["array"]) >= 2 for i in inputs]
+    stored = [np.ascontiguousarray(np.swapaxes(i["array"], -1, -2)) if s else i["array"]
+              for i, s in zip(inputs, swapped)]
+    leaves = [tt.tensor(a, device="cuda", requires_grad=bool(i.get("grad")))
+              for a, i in zip(stored, inputs)]
     rt.LAUNCHES.clear()
     try:
+        tensors = [leaf.transpose(-1, -2) if s else leaf for leaf, s in zip(leaves, swapped)]
         with rt.substituted(kernels):
             out = call(tensors, kwargs)
             out.backward(tt.tensor(grad_output, device="cuda"))
     except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
         _raise_cause(exc)
-    grads = [t.grad for t in tensors if t.requires_grad]
+    grads = [(t.grad, s) for t, s in zip(leaves, swapped) if t.requires_grad]
+    written = [k for k, (leaf, a) in enumerate(zip(leaves, stored))
+               if not _same(_host(leaf), np.asarray(a))]
     return {"output": _host(out), "device": str(out.device),
-            "grads": [None if g is None else _host(g) for g in grads],
-            "grad_devices": [None if g is None else str(g.device) for g in grads],
-            "launched": _kernel_names(rt.LAUNCHES)}
+            "grads": [None if g is None else
+                      (np.ascontiguousarray(np.swapaxes(_host(g), -1, -2)) if s else _host(g))
+                      for g, s in grads],
+            "grad_devices": [None if g is None else str(g.device) for g, _ in grads],
+            "inputs_written": written, "launched": _kernel_names(rt.LAUNCHES)}
 
 
 def _host(tensor: Any) -> np.ndarray:
