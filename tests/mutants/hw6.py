@@ -321,6 +321,15 @@ MUTANTS += [
         why="the forward wrapper passes q's strides for k and v too, whatever their layout",
     ),
     Mutant(
+        id="cuda-adam-wrapper-no-contiguity-check",
+        task="6.6",
+        file="cuda/adam.py",
+        find="        if a.dtype != np.float32 or not a.flags.c_contiguous:\n",
+        replace="        if a.dtype != np.float32:\n",
+        why="adam_step takes a strided view of the state as it is: the kernel reads and "
+            "writes it as contiguous memory (the gaps as elements), instead of refusing it",
+    ),
+    Mutant(
         id="cuda-adam-wrapper-grad-asarray",
         task="6.6",
         file="cuda/adam.py",
