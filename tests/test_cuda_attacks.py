@@ -38,9 +38,11 @@ NUMPY_ADD = '''
 def _numpy_add(x_ptr, y_ptr, out_ptr, n):
     import ctypes
 
-    def at(ptr, count):
+    def at(ptr, count):  # the buffer's own dtype (float16 too: the wrappers draw both)
         address = int(ptr.handle.data.reshape(-1)[0])
-        return np.ctypeslib.as_array((ctypes.c_float * count).from_address(address))
+        dtype = np.dtype(np.float16 if "fp16" in str(ptr.dtype) else np.float32)
+        raw = (ctypes.c_uint8 * (count * dtype.itemsize)).from_address(address)
+        return np.ctypeslib.as_array(raw).view(dtype)
 
     n = int(n.handle.data.reshape(-1)[0]) if hasattr(n, "handle") else int(n)
     if int(tl.program_id(0).handle.data.reshape(-1)[0]) == 0:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..oracle import cuda as oracle
-from ..strategies.cuda import Values
+from ..strategies.cuda import Values, laid, tile, wrapper_layout
 from .checks import check_launch
 from .spec import Buffer, Case, Expect, KernelInfo, Launch, Ptr, WrapperInfo, cdiv, reproducer
 
@@ -25,15 +25,15 @@ def _hyper(v: Values) -> dict[str, Any]:
 
 
 def _launch(param: np.ndarray, grad: np.ndarray, m: np.ndarray, vv: np.ndarray, step: int,
-            h: dict[str, Any]) -> Launch:
+            h: dict[str, Any], block: int = BLOCK_SIZE) -> Launch:
     n = param.size
     return Launch(
         buffers={"param": Buffer(param, inout=True), "grad": Buffer(grad),
                  "exp_avg": Buffer(m, inout=True), "exp_avg_sq": Buffer(vv, inout=True)},
         args=[Ptr("param"), Ptr("grad"), Ptr("exp_avg"), Ptr("exp_avg_sq"), n, h["lr"],
               h["betas"][0], h["betas"][1], h["eps"], h["weight_decay"], step],
-        constexprs={"DECOUPLED": h["decoupled"], "BLOCK_SIZE": BLOCK_SIZE},
-        grid=(cdiv(n, BLOCK_SIZE),))
+        constexprs={"DECOUPLED": h["decoupled"], "BLOCK_SIZE": block},
+        grid=(cdiv(n, block),))
 
 
 def _expect(param: np.ndarray, grad: np.ndarray, m: np.ndarray, vv: np.ndarray, step: int,
@@ -48,13 +48,14 @@ def _adam(v: Values, dtype: str, n: int | None = None, step: int | None = None) 
     n = v.integer(1, 300) if n is None else n
     step = v.integer(1, 20) if step is None else step
     h = _hyper(v)
+    block = tile(v, "BLOCK_SIZE", (BLOCK_SIZE, 32, 128))
     param = v.normal("param", (n,), dtype)
     grad = v.normal("grad", (n,), dtype)
     m = v.normal("exp_avg", (n,), dtype, 0.1)
     vv = np.abs(v.normal("exp_avg_sq", (n,), dtype, 0.01))
     v.note("exp_avg_sq = np.abs(exp_avg_sq)")
-    what = f"n_elements={n}, step={step}, {h}, BLOCK_SIZE={BLOCK_SIZE}"
-    return Case(_launch(param, grad, m, vv, step, h), _expect(param, grad, m, vv, step, h),
+    what = f"n_elements={n}, step={step}, {h}, BLOCK_SIZE={block}"
+    return Case(_launch(param, grad, m, vv, step, h, block), _expect(param, grad, m, vv, step, h),
                 what, v, dtype)
 
 
@@ -107,8 +108,13 @@ def _wrap_adam(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]
     e = _expect(param, grad, m, vv, step, h)
     kwargs = {"step": step, "lr": h["lr"], "beta1": h["betas"][0], "beta2": h["betas"][1],
               "eps": h["eps"], "weight_decay": h["weight_decay"], "decoupled": h["decoupled"]}
-    return [param, grad, m, vv], kwargs, [e["param"], e["exp_avg"], e["exp_avg_sq"]], \
-        f"n={n}, step={step}, {h}"
+    # the state is updated in place (the API asks for contiguous float32 state: a view
+    # is refused); the gradient may be any view, and must come back unchanged
+    grad_layout = wrapper_layout(v, 1)
+    return [param, laid(grad, grad_layout), m, vv], kwargs, \
+        [e["param"], e["exp_avg"], e["exp_avg_sq"]], \
+        f"n={n}, step={step}, {h}, grad ({grad_layout})"
 
 
-WRAPPERS = [WrapperInfo("adam_step", "adam", "6.6", _wrap_adam, ("adam.adam_kernel",))]
+WRAPPERS = [WrapperInfo("adam_step", "adam", "6.6", _wrap_adam, ("adam.adam_kernel",),
+                       inplace=(0, 2, 3))]

@@ -7,10 +7,13 @@ from typing import Any
 import numpy as np
 
 from ..oracle import cuda as oracle
-from ..strategies.cuda import Values
+from ..strategies.cuda import Values, laid, tile, wrapper_layout
 from .spec import Buffer, Case, Expect, KernelInfo, Launch, Ptr, WrapperInfo, cdiv
 
 BLOCK_M, BLOCK_N = 16, 16
+# the layout q, k, v, o (and do, dq ...) share: contiguous, heads split from a projection,
+# every other element of the head dim (stride_d 2), rows longer than the head (stride_t)
+SHARED_LAYOUTS = ("contiguous", "heads", "strided", "padded")
 STRIDES = ("stride_z", "stride_h", "stride_t", "stride_d")
 WHY = {
     "float16": "P and dS are rounded to float16 before their tensor-core products: |error| "
@@ -21,8 +24,12 @@ WHY = {
 }
 
 
-def _bound(magnitude: Any, exact: Any, dtype: str, n_ctx: int, head_dim: int) -> np.ndarray:
+def _bound(magnitude: Any, exact: Any, dtype: str, n_ctx: int, head_dim: int,
+           max_score: float = 0.0) -> np.ndarray:
     c_in = 2.0**-10 if dtype == "float16" else (n_ctx + head_dim) * 2.0**-22
+    # exp2 of a scaled score s rounded to float32 is off by a relative ln2 |s| u: large
+    # scores (max_score, in base 2) add that to every probability (4 u for margin)
+    c_in += 4 * 2.0**-24 * max_score
     c_out = 2.0**-11 if dtype == "float16" else 2.0**-24
     return c_in * oracle.n(magnitude) + c_out * np.abs(oracle.n(exact)) + 2.0**-24
 
@@ -37,6 +44,31 @@ def _qkv(v: Values, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...
     return tuple(v.normal(name, shape, dtype) for name in ("q", "k", "v"))
 
 
+def _tiles(v: Values) -> tuple[int, int]:
+    """BLOCK_M and BLOCK_N drawn each on its own (BLOCK_M != BLOCK_N half the time; a
+    hand-picked ``_Edge`` fixes them, and CAUSAL)."""
+    if isinstance(v, _Edge):
+        return v.tiles
+    return tile(v, "BLOCK_M", (BLOCK_M, 32)), tile(v, "BLOCK_N", (BLOCK_N, 32))
+
+
+class _Edge(Values):
+    """Hand-picked values with given tiles and CAUSAL (every flag)."""
+
+    def __init__(self, v: Values, tiles: tuple[int, int], causal: bool) -> None:
+        self.__dict__.update(v.__dict__)
+        self.tiles, self._causal = tiles, causal
+
+    def flag(self) -> bool:
+        return self._causal
+
+
+def _uneven(fn: Any, t: int) -> Any:
+    """A causal case with BLOCK_M=32, BLOCK_N=16: the key blocks a query block sees and
+    the query blocks a key block sees are not the same blocks."""
+    return lambda v, dtype: fn(_Edge(v, (32, 16), True), dtype, 1, 1, t, 16)
+
+
 def _strides_of(name: str) -> list[Any]:
     from .spec import Stride
 
@@ -44,11 +76,18 @@ def _strides_of(name: str) -> list[Any]:
 
 
 def _forward(v: Values, dtype: str, z: int | None = None, h: int | None = None,
-             t: int | None = None, d: int | None = None) -> Case:
+             t: int | None = None, d: int | None = None, large: bool = False) -> Case:
     shape = _shape(v, z, h, t, d)
     z, h, t, d = shape
-    causal, layout = v.flag(), v.pick(("contiguous", "heads"))
-    q, k, vv = _qkv(v, shape, dtype)
+    causal, layout = v.flag(), v.pick(SHARED_LAYOUTS)
+    block_m, block_n = _tiles(v)
+    if large:  # integer q and k: exact scores, large enough that exp overflows unless the
+        # row maximum is subtracted first
+        q, k = (v.integers(name, shape, -16, 17).astype(dtype) for name in ("q", "k"))
+        v.note(f"q, k = q.astype(np.{dtype}), k.astype(np.{dtype})")
+        vv = v.normal("v", shape, dtype)
+    else:
+        q, k, vv = _qkv(v, shape, dtype)
     scale = oracle.sm_scale(d)
     buffers = {"q": Buffer(q, layout), "k": Buffer(k, layout), "v": Buffer(vv, layout),
                "o": Buffer(np.empty(shape, dtype), layout, output=True),
@@ -56,17 +95,20 @@ def _forward(v: Values, dtype: str, z: int | None = None, h: int | None = None,
     launch = Launch(
         buffers=buffers,
         args=[Ptr("q"), Ptr("k"), Ptr("v"), Ptr("o"), Ptr("lse"), *_strides_of("q"), h, t, scale],
-        constexprs={"CAUSAL": causal, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": d},
-        grid=(cdiv(t, BLOCK_M), z * h))
+        constexprs={"CAUSAL": causal, "BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d},
+        grid=(cdiv(t, block_m), z * h))
     e = oracle.attention(q, k, vv, causal, scale)
     magnitude = e["p"] @ oracle.t(vv, oracle.torch.float64).abs()
+    max_score = float(np.abs(q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64)
+                             ).max() * scale * 1.4426950408889634)
     expected = {
-        "o": Expect(oracle.n(e["o"]), bound=_bound(magnitude, e["o"], dtype, t, d),
+        "o": Expect(oracle.n(e["o"]), bound=_bound(magnitude, e["o"], dtype, t, d, max_score),
                     why=WHY[dtype], dtype=dtype),
         "lse": Expect(oracle.n(e["lse"].reshape(z * h, t), "float32"), 1e-5, 1e-5),
     }
-    what = (f"q, k, v {shape} ({layout}), {dtype}, CAUSAL={causal}, sm_scale=1/sqrt({d}), "
-            f"BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}")
+    big = f", integer scores up to {max_score / 1.4427:.0f}" if large else ""
+    what = (f"q, k, v {shape} ({layout}{big}), "
+            f"{dtype}, CAUSAL={causal}, sm_scale=1/sqrt({d}), BLOCK_M={block_m}, BLOCK_N={block_n}")
     return Case(launch, expected, what, v, dtype)
 
 
@@ -95,23 +137,26 @@ def _preprocess(v: Values, dtype: str, z: int | None = None, h: int | None = Non
                 t: int | None = None, d: int | None = None) -> Case:
     shape = _shape(v, z, h, t, d)
     z, h, t, d = shape
-    layout = v.pick(("contiguous", "heads"))
+    layout = v.pick(SHARED_LAYOUTS)
+    block_m = tile(v, "BLOCK_M", (BLOCK_M, 32))
     o, do = v.normal("o", shape, dtype), v.normal("do", shape, dtype)
     launch = Launch(
         buffers={"o": Buffer(o, layout), "do": Buffer(do, layout),
                  "delta": Buffer(np.empty((z * h, t), np.float32), output=True)},
         args=[Ptr("o"), Ptr("do"), Ptr("delta"), *_strides_of("o"), h, t],
-        constexprs={"BLOCK_M": BLOCK_M, "HEAD_DIM": d}, grid=(cdiv(t, BLOCK_M), z * h))
+        constexprs={"BLOCK_M": block_m, "HEAD_DIM": d}, grid=(cdiv(t, block_m), z * h))
     delta = (oracle.t(o) * oracle.t(do)).sum(-1).reshape(z * h, t)
     expected = {"delta": Expect(oracle.n(delta, "float32"), 1e-5, 1e-5)}
-    return Case(launch, expected, f"o, do {shape} ({layout}), {dtype}", v, dtype)
+    return Case(launch, expected, f"o, do {shape} ({layout}), {dtype}, BLOCK_M={block_m}", v,
+                dtype)
 
 
 def _dkdv(v: Values, dtype: str, z: int | None = None, h: int | None = None,
           t: int | None = None, d: int | None = None) -> Case:
     shape = _shape(v, z, h, t, d)
     z, h, t, d = shape
-    causal, layout = v.flag(), v.pick(("contiguous", "heads"))
+    causal, layout = v.flag(), v.pick(SHARED_LAYOUTS)
+    block_m, block_n = _tiles(v)
     inputs, e = _backward_inputs(v, dtype, shape, causal)
     scale = oracle.sm_scale(d)
     f64 = oracle.torch.float64
@@ -123,8 +168,8 @@ def _dkdv(v: Values, dtype: str, z: int | None = None, h: int | None = None,
         buffers=buffers,
         args=[Ptr("q"), Ptr("k"), Ptr("v"), Ptr("do"), Ptr("lse"), Ptr("delta"), Ptr("dk"),
               Ptr("dv"), *_strides_of("q"), h, t, scale],
-        constexprs={"CAUSAL": causal, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": d},
-        grid=(cdiv(t, BLOCK_N), z * h))
+        constexprs={"CAUSAL": causal, "BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d},
+        grid=(cdiv(t, block_n), z * h))
     dk_mag = e["ds_magnitude"].transpose(-1, -2) @ oracle.t(inputs["q"], f64).abs() * scale
     dv_mag = e["p"].transpose(-1, -2) @ oracle.t(inputs["do"], f64).abs()
     expected = {
@@ -133,7 +178,7 @@ def _dkdv(v: Values, dtype: str, z: int | None = None, h: int | None = None,
         "dv": Expect(oracle.n(e["dv"]), bound=_bound(dv_mag, e["dv"], dtype, t, d),
                      why=WHY[dtype], dtype=dtype),
     }
-    what = f"q, k, v, do {shape} ({layout}), {dtype}, CAUSAL={causal}, BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}"
+    what = f"q, k, v, do {shape} ({layout}), {dtype}, CAUSAL={causal}, BLOCK_M={block_m}, BLOCK_N={block_n}"
     return Case(launch, expected, what, v, dtype)
 
 
@@ -141,7 +186,8 @@ def _dq(v: Values, dtype: str, z: int | None = None, h: int | None = None,
         t: int | None = None, d: int | None = None) -> Case:
     shape = _shape(v, z, h, t, d)
     z, h, t, d = shape
-    causal, layout = v.flag(), v.pick(("contiguous", "heads"))
+    causal, layout = v.flag(), v.pick(SHARED_LAYOUTS)
+    block_m, block_n = _tiles(v)
     inputs, e = _backward_inputs(v, dtype, shape, causal)
     scale = oracle.sm_scale(d)
     buffers = {name: Buffer(inputs[name], layout) for name in ("q", "k", "v", "do")}
@@ -151,12 +197,12 @@ def _dq(v: Values, dtype: str, z: int | None = None, h: int | None = None,
         buffers=buffers,
         args=[Ptr("q"), Ptr("k"), Ptr("v"), Ptr("do"), Ptr("lse"), Ptr("delta"), Ptr("dq"),
               *_strides_of("q"), h, t, scale],
-        constexprs={"CAUSAL": causal, "BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": d},
-        grid=(cdiv(t, BLOCK_M), z * h))
+        constexprs={"CAUSAL": causal, "BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d},
+        grid=(cdiv(t, block_m), z * h))
     dq_mag = e["ds_magnitude"] @ oracle.t(inputs["k"], oracle.torch.float64).abs() * scale
     expected = {"dq": Expect(oracle.n(e["dq"]), bound=_bound(dq_mag, e["dq"], dtype, t, d),
                              why=WHY[dtype], dtype=dtype)}
-    what = f"q, k, v, do {shape} ({layout}), {dtype}, CAUSAL={causal}, BLOCK_M={BLOCK_M}, BLOCK_N={BLOCK_N}"
+    what = f"q, k, v, do {shape} ({layout}), {dtype}, CAUSAL={causal}, BLOCK_M={block_m}, BLOCK_N={block_n}"
     return Case(launch, expected, what, v, dtype)
 
 
@@ -173,7 +219,10 @@ KERNELS = [
                 "CAUSAL", "BLOCK_M", "BLOCK_N", "HEAD_DIM"),
         case=_forward, examples=5,
         edges=(("one position", _sized(_forward, 1, 1, 1, 16)),
-               ("tails", _sized(_forward, 1, 2, 2 * BLOCK_M + 3, 16))),
+               ("tails", _sized(_forward, 1, 2, 2 * BLOCK_M + 3, 16)),
+               ("causal, BLOCK_M=32, BLOCK_N=16", _uneven(_forward, 3 * 16 + 5)),
+               ("large scores (exp overflows without the row maximum)",
+                lambda v, dtype: _forward(v, dtype, 1, 1, 2 * BLOCK_M + 3, 16, large=True))),
         pointer_types={"lse_ptr": "*fp32"}, float_params=("sm_scale",),
         compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float32", "float16"),
         tensor_cores=True, ieee=True,
@@ -191,7 +240,8 @@ KERNELS = [
                 *STRIDES, *COMMON, "sm_scale", "CAUSAL", "BLOCK_M", "BLOCK_N", "HEAD_DIM"),
         case=_dkdv, examples=4,
         edges=(("one position", _sized(_dkdv, 1, 1, 1, 16)),
-               ("tails", _sized(_dkdv, 1, 1, 2 * BLOCK_N + 5, 16))),
+               ("tails", _sized(_dkdv, 1, 1, 2 * BLOCK_N + 5, 16)),
+               ("causal, BLOCK_M=32, BLOCK_N=16", _uneven(_dkdv, 3 * 16 + 5))),
         pointer_types={"lse_ptr": "*fp32", "delta_ptr": "*fp32"}, float_params=("sm_scale",),
         # float16 here (its tensor cores); the float32 build's TF32 check is in
         # suites/hw6_cuda/test_compile.py (BACKWARD_FP32)
@@ -204,7 +254,8 @@ KERNELS = [
                 *STRIDES, *COMMON, "sm_scale", "CAUSAL", "BLOCK_M", "BLOCK_N", "HEAD_DIM"),
         case=_dq, examples=4,
         edges=(("one position", _sized(_dq, 1, 1, 1, 16)),
-               ("tails", _sized(_dq, 1, 1, 2 * BLOCK_M + 5, 16))),
+               ("tails", _sized(_dq, 1, 1, 2 * BLOCK_M + 5, 16)),
+               ("causal, BLOCK_M=32, BLOCK_N=16", _uneven(_dq, 3 * 16 + 5))),
         pointer_types={"lse_ptr": "*fp32", "delta_ptr": "*fp32"}, float_params=("sm_scale",),
         compile_constexprs={"CAUSAL": True, **TILES}, compile_dtypes=("float16",),
         tensor_cores=True,
@@ -216,19 +267,23 @@ def _wrap_attention(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect],
     dtype = v.pick(("float32", "float16"))
     shape = (v.integer(1, 2), v.integer(1, 2), v.integer(1, 40), 16)
     causal = v.flag()
+    layouts = [wrapper_layout(v, 4) for _ in range(3)]
     q, k, vv = _qkv(v, shape, dtype)
     e = oracle.attention(q, k, vv, causal, 0.25)
     magnitude = e["p"] @ oracle.t(vv, oracle.torch.float64).abs()
-    return [q, k, vv], {"causal": causal}, [
+    return [laid(a, lay) for a, lay in zip((q, k, vv), layouts)], {"causal": causal}, [
         Expect(oracle.n(e["o"]), bound=_bound(magnitude, e["o"], dtype, shape[2], 16),
                why=WHY[dtype], dtype=dtype),
-        Expect(oracle.n(e["lse"], "float32"), 1e-5, 1e-5)], f"q, k, v {shape} {dtype}, causal={causal}"
+        Expect(oracle.n(e["lse"], "float32"), 1e-5, 1e-5)], \
+        f"q ({layouts[0]}), k ({layouts[1]}), v ({layouts[2]}) {shape} {dtype}, causal={causal}"
 
 
 def _wrap_attention_backward(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:
     dtype = v.pick(("float32", "float16"))
     shape = (1, v.integer(1, 2), v.integer(1, 40), 16)
     causal = v.flag()
+    layouts = [wrapper_layout(v, 4 if name != "lse" else 3)
+               for name in ("q", "k", "v", "o", "lse", "grad")]
     inputs, e = _backward_inputs(v, dtype, shape, causal)
     f64 = oracle.torch.float64
     mags = {"dq": e["ds_magnitude"] @ oracle.t(inputs["k"], f64).abs() * 0.25,
@@ -237,8 +292,11 @@ def _wrap_attention_backward(v: Values) -> tuple[list[Any], dict[str, Any], list
     expected = [Expect(oracle.n(e[g]), bound=_bound(mags[g], e[g], dtype, shape[2], 16),
                        why=WHY[dtype], dtype=dtype) for g in ("dq", "dk", "dv")]
     lse = inputs["lse"].reshape(shape[:3])
-    return [inputs["q"], inputs["k"], inputs["v"], inputs["o"], lse, inputs["do"]], \
-        {"causal": causal}, expected, f"q, k, v, grad {shape} {dtype}, causal={causal}"
+    arrays = (inputs["q"], inputs["k"], inputs["v"], inputs["o"], lse, inputs["do"])
+    said = ", ".join(f"{name} ({lay})" for name, lay in
+                     zip(("q", "k", "v", "o", "lse", "grad"), layouts))
+    return [laid(a, lay) for a, lay in zip(arrays, layouts)], \
+        {"causal": causal}, expected, f"{said} {shape} {dtype}, causal={causal}"
 
 
 WRAPPERS = [

@@ -14,6 +14,7 @@ from ..checks import assert_close, assert_conforms
 from ..harness.errors import NotImplementedInSubmission
 from ..probes._cuda_ast import KernelSourceError, _Module, kernel_source
 from ..probes._cuda_fill import from_undefined_lanes, never_written
+from ..strategies.cuda import worded
 from ..suites._support import literal
 from .spec import Case, Expect, KernelInfo, Ptr, WrapperInfo, reproducer
 
@@ -43,7 +44,9 @@ def check_values(name: str, got: np.ndarray, expect: Expect, *, what: str, case:
     with np.errstate(invalid="ignore"):
         nan = np.isnan(got.astype(np.float64)) & ~np.isnan(expected.astype(np.float64)) \
             if got.dtype.kind == "f" else np.zeros(got.shape, bool)
-    untouched = nan & never_written(got)
+    # the fill payload is no NaN a kernel computes: where torch's answer is NaN too (a row
+    # of all -inf), an element still holding it was never written all the same
+    untouched = never_written(got)
     if untouched.any():
         first = tuple(int(i) for i in np.argwhere(untouched)[0])
         raise AssertionError(
@@ -65,6 +68,16 @@ def check_values(name: str, got: np.ndarray, expect: Expect, *, what: str, case:
         return
     assert_close(got, expected, what=f"{what}: {name}", rtol=expect.rtol, atol=expect.atol,
                  case=case, reproducer=repro)
+    if expect.signed_zeros:
+        zero = (expected == 0) & (got == 0)
+        flipped = zero & (np.signbit(expected) != np.signbit(got))
+        if flipped.any():
+            first = tuple(int(i) for i in np.argwhere(flipped)[0])
+            raise AssertionError(
+                f"{what}: {int(flipped.sum())} of {got.size} elements of {name} have the "
+                f"wrong sign of zero, the first at {_where(first)}: got {got[first]!r}, torch "
+                f"gives {expected[first]!r} (with -0.0 inputs: -0.0 + -0.0 is -0.0)"
+                f"\n  case: {case}\n  reproduce:\n" + _indent(repro))
 
 
 def _indent(text: str) -> str:
@@ -110,6 +123,7 @@ def check_launch(submission: Any, info: KernelInfo, case: Case, label: str = "")
     """Launch the kernel on the case's buffers (through the probe) and check everything."""
     repro = reproducer(case, info.module, info.name)
     what = f"{info.name}{label}"
+    case.description = worded(case.description)
     wire = case.launch.wire(info.module, info.name)
     wire["source"] = kernel_source(submission, info.module, info.name)
     obs = submission.call("cuda.launch", wire)
@@ -158,6 +172,11 @@ def _wrapper_call(info: WrapperInfo, args: list[Any], kwargs: dict[str, Any],
             lines.append(f"{name}_mem = np.zeros({name}.shape[:-1] + ({name}.shape[-1] * 2,), "
                          f"{name}.dtype); {name}_mem[..., ::2] = {name}; "
                          f"{name} = {name}_mem[..., ::2]  # {layout}")
+        elif layout == "offset":
+            lines.append(f"{name}_mem = np.zeros({name}.size + 8, {name}.dtype); "
+                         f"{name}_mem[5:5 + {name}.size] = {name}.reshape(-1); "
+                         f"{name} = {name}_mem[5:5 + {name}.size].reshape({name}.shape)"
+                         f"  # a view starting inside a bigger buffer")
         sources.append(name)
     sources += [f"{k}={v!r}" for k, v in kwargs.items()]
     call = f"tt.cuda.{info.module}.{info.name}({', '.join(sources)})"
@@ -273,6 +292,7 @@ def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: d
                   name_of: Callable[[Any], str | None] = lambda _: None) -> None:
     """Call a task's host function, check its results and that it launched its kernels.
     ``name_of``: the name ``values_code`` gives a drawn array."""
+    description = worded(description)
     obs = submission.call("cuda.wrapper", info.module, info.name, args, kwargs,
                           replay_request(submission, info))
     results = [np.empty(np.shape(e.value)) for e in expected]
@@ -289,10 +309,49 @@ def check_wrapper(submission: Any, info: WrapperInfo, args: list[Any], kwargs: d
             f"\n  case: {description}")
     repro = "\n".join(["import numpy as np", "import tinytrain as tt", *values_code,
                        *_wrapper_call(info, args, kwargs, name_of)])
+    _check_ownership(info, obs, args, description)
     for k, (got, expect) in enumerate(zip(obs["results"], expected)):
         check_values(f"result {k}" if len(expected) > 1 else "the result", got, expect,
                      what=f"tt.cuda.{info.module}.{info.name}", case=description, repro=repro)
     _check_replay(info, obs, description)
+
+
+def _argument_label(args: list[Any], k: int) -> str:
+    a = args[k]
+    layout = a.get("layout", "contiguous") if isinstance(a, dict) and "array" in a \
+        else "contiguous"
+    return f"argument {k} ({LAYOUT_WORDS.get(layout, layout)})"
+
+
+LAYOUT_WORDS = {"contiguous": "contiguous", "transposed": "transposed",
+                "strided": "column-strided: every other element of its last dim",
+                "offset": "a view starting inside a bigger buffer"}
+
+
+def _check_ownership(info: WrapperInfo, obs: dict[str, Any], args: list[Any],
+                     description: str) -> None:
+    """The wrapper wrote into none of the arrays it was given (but those the API updates
+    in place), and none of its results shares memory with an argument."""
+    what = f"tt.cuda.{info.module}.{info.name}"
+    written, shared = obs.get("written_args"), obs.get("shared_args")
+    if not isinstance(written, list) or not isinstance(shared, list) or \
+            not all(isinstance(k, int) for k in written) or \
+            not all(isinstance(s, list) and all(isinstance(k, int) for k in s) for s in shared):
+        raise AssertionError(f"{what}: malformed answer: no record of the arguments' memory")
+    bad = [k for k in written if k not in info.inplace and 0 <= k < len(args)]
+    if bad:
+        raise AssertionError(
+            f"{what} wrote into its {_argument_label(args, bad[0])}, an array the caller "
+            "keeps: a wrapper must leave its inputs unchanged (write into arrays it "
+            f"allocates itself)\n  case: {description}")
+    for r, ks in enumerate(shared):
+        ks = [k for k in ks if k not in info.inplace and 0 <= k < len(args)]
+        if ks:
+            name = f"result {r}" if len(shared) > 1 else "its result"
+            raise AssertionError(
+                f"{what}: {name} shares memory with its {_argument_label(args, ks[0])}: "
+                "a result must be new memory, not a view of an input (writing one would "
+                f"change the other)\n  case: {description}")
 
 
 def check_compile(info: KernelInfo, results: list[Any], index: dict[str, int],

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..oracle import cuda as oracle
-from ..strategies.cuda import Values, matrix_layout
+from ..strategies.cuda import Values, laid, matrix_layout, tile, wrapper_layout
 from .checks import check_launch
 from .spec import Buffer, Case, Expect, KernelInfo, Launch, Ptr, Stride, WrapperInfo, cdiv
 
@@ -24,30 +24,35 @@ def _expect(a: np.ndarray, b: np.ndarray, out_dtype: str) -> Expect:
 
 def _matmul(v: Values, dtype: str, m: int | None = None, n: int | None = None,
             k: int | None = None, layouts: tuple[str, str, str] | None = None,
-            tile: dict[str, int] | None = None, trace: bool = False) -> Case:
+            tiles: dict[str, int] | None = None, trace: bool = False) -> Case:
     m = v.integer(1, 64) if m is None else m
     n = v.integer(1, 64) if n is None else n
     k = v.integer(1, 64) if k is None else k
     if layouts is None:
-        layouts = (matrix_layout(v), matrix_layout(v), v.pick(("contiguous", "transposed")))
-    tile = tile or TILE
+        layouts = (matrix_layout(v), matrix_layout(v), matrix_layout(v))
+    if tiles is None:  # each tile size on its own: BLOCK_M != BLOCK_N != BLOCK_K
+        tiles = {"BLOCK_M": tile(v, "BLOCK_M", (16, 32)), "BLOCK_N": tile(v, "BLOCK_N", (16, 32)),
+                 "BLOCK_K": tile(v, "BLOCK_K", (16, 32)), "GROUP_M": tile(v, "GROUP_M", (2, 1, 3))}
     a = v.normal("a", (m, k), dtype)
     b = v.normal("b", (k, n), dtype)
-    grid = (cdiv(m, tile["BLOCK_M"]) * cdiv(n, tile["BLOCK_N"]),)
+    grid = (cdiv(m, tiles["BLOCK_M"]) * cdiv(n, tiles["BLOCK_N"]),)
     launch = Launch(
         buffers={"a": Buffer(a, layouts[0]), "b": Buffer(b, layouts[1]),
                  "c": Buffer(np.empty((m, n), dtype), layouts[2], output=True)},
         args=[Ptr("a"), Ptr("b"), Ptr("c"), m, n, k, Stride("a", 0), Stride("a", 1),
               Stride("b", 0), Stride("b", 1), Stride("c", 0), Stride("c", 1)],
-        constexprs=dict(tile), grid=grid, trace="c" if trace else None)
+        constexprs=dict(tiles), grid=grid, trace="c" if trace else None)
     expected = {"c": _expect(a, b, dtype)}
     what = (f"a {m}x{k} ({layouts[0]}), b {k}x{n} ({layouts[1]}), c ({layouts[2]}), {dtype}, "
-            + ", ".join(f"{key}={val}" for key, val in tile.items()))
+            + ", ".join(f"{key}={val}" for key, val in tiles.items()))
     return Case(launch, expected, what, v, dtype)
 
 
-def _sized(m: int, n: int, k: int) -> Any:
-    return lambda v, dtype: _matmul(v, dtype, m, n, k, ("contiguous",) * 3)
+def _sized(m: int, n: int, k: int, tiles: dict[str, int] | None = None) -> Any:
+    return lambda v, dtype: _matmul(v, dtype, m, n, k, ("contiguous",) * 3, tiles or TILE)
+
+
+UNEVEN = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}  # BLOCK_M != BLOCK_N
 
 
 def grouped_tile(pid: int, m: int, n: int, tile: dict[str, int]) -> tuple[int, int]:
@@ -64,7 +69,7 @@ def _grouped_order(submission: Any, info: KernelInfo) -> None:
     rows swept column by column), not row-major order: seen from the first element each
     program stores into c."""
     m, n = 4 * TILE["BLOCK_M"] + 3, 3 * TILE["BLOCK_N"]
-    case = _matmul(_Fixed(), "float32", m, n, 16, ("contiguous",) * 3, trace=True)
+    case = _matmul(_Fixed(), "float32", m, n, 16, ("contiguous",) * 3, TILE, trace=True)
     obs = check_launch(submission, info, case, " [grouped order]")
     stores = obs["stores"]
     if not isinstance(stores, dict):
@@ -99,6 +104,7 @@ KERNELS = [
         case=_matmul, examples=5,
         edges=(("1x1x1", _sized(1, 1, 1)), ("exact tiles", _sized(32, 32, 32)),
                ("tails in M, N and K", _sized(33, 17, 49)),
+               ("tails, BLOCK_M=32, BLOCK_N=16", _sized(33, 17, 49, UNEVEN)),
                ("K = 256 (float32 accumulation)", _sized(32, 32, 256))),
         compile_constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8},
         compile_dtypes=("float32", "float16"),
@@ -111,10 +117,9 @@ KERNELS = [
 def _wrap_matmul(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:
     dtype = v.pick(("float32", "float16"))
     m, k, n = v.integer(1, 70), v.integer(1, 70), v.integer(1, 70)
-    layouts = (v.pick(("contiguous", "transposed", "strided")),
-               v.pick(("contiguous", "transposed", "strided")))
+    layouts = wrapper_layout(v, 2), wrapper_layout(v, 2)
     a, b = v.normal("a", (m, k), dtype), v.normal("b", (k, n), dtype)
-    return [{"array": a, "layout": layouts[0]}, {"array": b, "layout": layouts[1]}], {}, \
+    return [laid(a, layouts[0]), laid(b, layouts[1])], {}, \
         [_expect(a, b, dtype)], f"a {m}x{k} ({layouts[0]}), b {k}x{n} ({layouts[1]}), {dtype}"
 
 

@@ -7,35 +7,55 @@ from typing import Any
 import numpy as np
 
 from ..oracle import cuda as oracle
-from ..strategies.cuda import Values, matrix_layout
+from ..strategies.cuda import Values, laid, matrix_layout, tile, wrapper_layout
 from .checks import check_launch
 from .spec import Buffer, Case, Expect, KernelInfo, Launch, Ptr, Stride, WrapperInfo
 
 BLOCK_N = 16  # smaller than most rows: the kernels must loop over a row
 
 
-def _logits(v: Values, rows: int, cols: int, dtype: str, scale: float, neg_inf: bool) -> np.ndarray:
+def _logits(v: Values, rows: int, cols: int, dtype: str, scale: float, neg_inf: bool
+            ) -> tuple[np.ndarray, str]:
+    """Logits, and what is special about them: with ``neg_inf``, masked positions (-inf,
+    as attention's causal mask makes them), a row that is -inf but for one entry, and a
+    row of -inf only (torch's softmax of it is NaN)."""
     x = v.normal("x", (rows, cols), dtype, scale)
-    if neg_inf:  # masked positions, as attention's causal mask makes them; one stays finite
-        x[:, 1:][v.rng.random((rows, cols - 1)) < 0.3] = -np.inf
-        v.note("x[:, 1:][rng.random(x[:, 1:].shape) < 0.3] = -np.inf")
-    return x
+    if not neg_inf:
+        return x, ""
+    x[:, 1:][v.rng.random((rows, cols - 1)) < 0.3] = -np.inf
+    v.note("x[:, 1:][rng.random(x[:, 1:].shape) < 0.3] = -np.inf")
+    said = ", with -inf entries"
+    if rows >= 2 and cols >= 2:
+        keep = int(v.rng.integers(cols))
+        x[0, np.arange(cols) != keep] = -np.inf
+        v.note(f"x[0, np.arange({cols}) != {keep}] = -np.inf  # one finite entry")
+        said += ", a row of all -inf but one"
+    if rows >= 3:
+        x[-1] = -np.inf
+        v.note("x[-1] = -np.inf  # torch: NaN")
+        said += ", a row of all -inf (NaN)"
+    return x, said
 
 
 def _softmax(v: Values, dtype: str, rows: int | None = None, cols: int | None = None,
-             scale: float = 3.0, neg_inf: bool = False) -> Case:
+             scale: float | None = None, neg_inf: bool = False) -> Case:
     rows = v.integer(1, 12) if rows is None else rows
     cols = v.integer(1, 90) if cols is None else cols
     log = v.flag()
-    layout = matrix_layout(v)
-    x = _logits(v, rows, cols, dtype, scale, neg_inf or v.flag())
+    layout, y_layout = matrix_layout(v), matrix_layout(v)
+    block = tile(v, "BLOCK_N", (BLOCK_N, 32))
+    if scale is None:  # large logits: exp overflows without the maximum subtracted
+        scale = v.pick((3.0, 200.0))
+    x, special = _logits(v, rows, cols, dtype, scale, neg_inf or v.flag())
     launch = Launch(
-        buffers={"x": Buffer(x, layout), "y": Buffer(np.empty((rows, cols), dtype), output=True)},
+        buffers={"x": Buffer(x, layout),
+                 "y": Buffer(np.empty((rows, cols), dtype), y_layout, output=True)},
         args=[Ptr("x"), Ptr("y"), rows, cols, Stride("x", 0), Stride("x", 1), Stride("y", 0),
               Stride("y", 1)],
-        constexprs={"LOG": log, "BLOCK_N": BLOCK_N}, grid=(rows,))
+        constexprs={"LOG": log, "BLOCK_N": block}, grid=(rows,))
     expected = {"y": Expect(oracle.n(oracle.softmax(x, log), dtype))}
-    what = f"x {rows}x{cols} ({layout}, scale {scale:g}), {dtype}, LOG={log}, BLOCK_N={BLOCK_N}"
+    what = (f"x {rows}x{cols} ({layout}, scale {scale:g}{special}), y ({y_layout}), {dtype}, "
+            f"LOG={log}, BLOCK_N={block}")
     return Case(launch, expected, what, v, dtype)
 
 
@@ -52,19 +72,25 @@ def _softmax_backward(v: Values, dtype: str, rows: int | None = None,
     rows = v.integer(1, 12) if rows is None else rows
     cols = v.integer(1, 90) if cols is None else cols
     log = v.flag()
-    y_layout, dy_layout = matrix_layout(v), matrix_layout(v)
+    y_layout, dy_layout, dx_layout = matrix_layout(v), matrix_layout(v), matrix_layout(v)
+    block = tile(v, "BLOCK_N", (BLOCK_N, 32))
     x = v.normal("x", (rows, cols), "float32", 2.0)
+    masked = v.flag()
+    if masked and cols > 1:  # saved outputs of -inf logits: y = 0 (log_softmax: -inf)
+        x[:, 1:][v.rng.random((rows, cols - 1)) < 0.3] = -np.inf
+        v.note("x[:, 1:][rng.random(x[:, 1:].shape) < 0.3] = -np.inf")
     y = oracle.n(oracle.softmax(x, log), dtype)
     _softmax_note(v, "x", -1, log, dtype)
     dy = v.normal("dy", (rows, cols), dtype)
     launch = Launch(
         buffers={"y": Buffer(y, y_layout), "dy": Buffer(dy, dy_layout),
-                 "dx": Buffer(np.empty((rows, cols), dtype), output=True)},
+                 "dx": Buffer(np.empty((rows, cols), dtype), dx_layout, output=True)},
         args=[Ptr("y"), Ptr("dy"), Ptr("dx"), rows, cols, Stride("y", 0), Stride("y", 1),
               Stride("dy", 0), Stride("dy", 1), Stride("dx", 0), Stride("dx", 1)],
-        constexprs={"LOG": log, "BLOCK_N": BLOCK_N}, grid=(rows,))
+        constexprs={"LOG": log, "BLOCK_N": block}, grid=(rows,))
     expected = {"dx": Expect(oracle.n(oracle.softmax_backward(y, dy, log), dtype))}
-    what = f"y {rows}x{cols} ({y_layout}), dy ({dy_layout}), {dtype}, LOG={log}"
+    what = (f"y {rows}x{cols} ({y_layout}{', from -inf logits' if masked and cols > 1 else ''}),"
+            f" dy ({dy_layout}), dx ({dx_layout}), {dtype}, LOG={log}, BLOCK_N={block}")
     return Case(launch, expected, what, v, dtype)
 
 
@@ -133,27 +159,29 @@ def _wrap_softmax(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], s
     dtype = v.pick(("float32", "float16"))
     shape = (v.integer(1, 3), v.integer(1, 4), v.integer(1, 40))  # at most 160 rows
     dim, log = v.integer(-3, 2), v.flag()
+    layout = wrapper_layout(v, 3)
     x = v.normal("x", shape, dtype, 3.0)
     moved = np.moveaxis(x, dim, -1)
     expected = np.moveaxis(oracle.n(oracle.softmax(moved, log), dtype), -1, dim)
-    return [x], {"dim": dim, "log": log}, [Expect(expected)], \
-        f"x {shape} {dtype}, dim={dim}, log={log}"
+    return [laid(x, layout)], {"dim": dim, "log": log}, [Expect(expected)], \
+        f"x {shape} ({layout}) {dtype}, dim={dim}, log={log}"
 
 
 def _wrap_softmax_backward(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:
-    dtype = "float32"
+    dtype = v.pick(("float32", "float16"))
     shape = (v.integer(1, 5), v.integer(1, 60))
     dim, log = v.integer(-2, 1), v.flag()
-    x = v.normal("x", shape, dtype, 2.0)
+    layouts = wrapper_layout(v, 2), wrapper_layout(v, 2)
+    x = v.normal("x", shape, "float32", 2.0)
     moved = np.moveaxis(x, dim, -1)
     y = np.moveaxis(oracle.n(oracle.softmax(moved, log), dtype), -1, dim)
     _softmax_note(v, "x", dim, log, dtype)
     v.named(y, "y")
     dy = v.normal("dy", shape, dtype)
     expected = oracle.softmax_backward(np.moveaxis(y, dim, -1), np.moveaxis(dy, dim, -1), log)
-    return [y, dy], {"dim": dim, "log": log}, \
+    return [laid(y, layouts[0]), laid(dy, layouts[1])], {"dim": dim, "log": log}, \
         [Expect(np.moveaxis(oracle.n(expected, dtype), -1, dim))], \
-        f"y, grad {shape} {dtype}, dim={dim}, log={log}"
+        f"y ({layouts[0]}), grad ({layouts[1]}) {shape} {dtype}, dim={dim}, log={log}"
 
 
 WRAPPERS = [

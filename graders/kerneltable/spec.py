@@ -95,6 +95,7 @@ class Expect:
     bound: np.ndarray | None = None
     why: str = ""
     dtype: str | None = None  # the output's dtype, where ``value`` is kept wider (bounds)
+    signed_zeros: bool = False  # where torch gives -0.0 (or 0.0), the sign must match
 
 
 @dataclass
@@ -256,8 +257,8 @@ def seeded_constexprs(constexprs: dict[str, Any], *key: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class WrapperInfo:
     """A task's host function (NumPy arrays in and out): called by the probe, its results
-    against torch, and the kernels it must launch (a wrapper that computes with NumPy
-    launches none)."""
+    against torch, the kernels it must launch (a wrapper that computes with NumPy
+    launches none), and ownership: its arguments unchanged, its results its own memory."""
 
     name: str
     module: str
@@ -265,6 +266,9 @@ class WrapperInfo:
     call: Callable[[Values], tuple[list[Any], dict[str, Any], list[Expect], str]]
     kernels: tuple[str, ...]
     examples: int = 3
+    # arguments the API updates in place and returns (Adam's state): every other argument
+    # must come back unchanged, and no result may share memory with one
+    inplace: tuple[int, ...] = ()
 
 
 def numel(shape: tuple[int, ...]) -> int:

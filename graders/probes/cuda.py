@@ -114,7 +114,19 @@ def _laid_out(value: Any) -> Any:
         wide = np.zeros((*array.shape[:-1], array.shape[-1] * 2), array.dtype)
         wide[..., ::2] = array
         return wide[..., ::2]
+    if layout == "offset":  # a view whose first element is not its allocation's
+        wide = np.zeros(array.size + 8, array.dtype)
+        view = wide[5:5 + array.size].reshape(array.shape)
+        view[...] = array
+        return view
     return np.array(array, copy=True)
+
+
+def _memory_of(a: np.ndarray) -> np.ndarray:
+    """The whole allocation behind a view (its gaps included)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
 
 
 @probe
@@ -132,6 +144,8 @@ def wrapper(tt: Any, module: str, function: str, args: list[Any],
     fn = getattr(mod, function)
     laid = [_laid_out(a) for a in args]
     images = rt.argument_images([a for a in laid if isinstance(a, np.ndarray)])
+    before = [np.array(_memory_of(a), copy=True) if isinstance(a, np.ndarray) else None
+              for a in laid]
     rt.LAUNCHES.clear()
     log: list[dict[str, Any]] = []
     rt.RECORDING[:] = [log]
@@ -149,7 +163,14 @@ def wrapper(tt: Any, module: str, function: str, args: list[Any],
             raise TypeError(f"tinytrain.cuda.{module}.{function} returned a "
                             f"{type_name(r)}, not a numpy.ndarray")
     values = [np.array(r, copy=True) for r in results]
-    observed: dict[str, Any] = {"results": values, "launched": launched}
+    # ownership: the arguments whose memory (gaps of a strided view included) changed,
+    # and for each result the arguments it shares memory with
+    written = [k for k, (a, b) in enumerate(zip(laid, before))
+               if b is not None and not _same(_memory_of(a), b)]
+    shared = [[k for k, a in enumerate(laid) if isinstance(a, np.ndarray)
+               and np.shares_memory(r, a)] for r in results]
+    observed: dict[str, Any] = {"results": values, "launched": launched,
+                                "written_args": written, "shared_args": shared}
     if replay is not None:
         try:
             shadow = rt.replay(log, replay["sources"], replay.get("outputs", {}), images)
@@ -248,20 +269,30 @@ def device_op(tt: Any, op: str, inputs: list[dict[str, Any]], kwargs: dict[str, 
     by "module.kernel") every launch runs the grader's build of the kernel."""
     rt.triton_module()
     call = _device_ops(tt)[op]
-    tensors = [tt.tensor(i["array"], device="cuda", requires_grad=bool(i.get("grad")))
-               for i in inputs]
+    # an input with layout "transposed" is the transpose of a leaf stored the other way
+    # round: the operator gets a view whose last two dims are swapped in memory
+    swapped = [i.get("layout") == "transposed" and np.ndim(i["array"]) >= 2 for i in inputs]
+    stored = [np.ascontiguousarray(np.swapaxes(i["array"], -1, -2)) if s else i["array"]
+              for i, s in zip(inputs, swapped)]
+    leaves = [tt.tensor(a, device="cuda", requires_grad=bool(i.get("grad")))
+              for a, i in zip(stored, inputs)]
     rt.LAUNCHES.clear()
     try:
+        tensors = [leaf.transpose(-1, -2) if s else leaf for leaf, s in zip(leaves, swapped)]
         with rt.substituted(kernels):
             out = call(tensors, kwargs)
             out.backward(tt.tensor(grad_output, device="cuda"))
     except Exception as exc:  # noqa: BLE001 - surfaced as the kernel's own error
         _raise_cause(exc)
-    grads = [t.grad for t in tensors if t.requires_grad]
+    grads = [(t.grad, s) for t, s in zip(leaves, swapped) if t.requires_grad]
+    written = [k for k, (leaf, a) in enumerate(zip(leaves, stored))
+               if not _same(_host(leaf), np.asarray(a))]
     return {"output": _host(out), "device": str(out.device),
-            "grads": [None if g is None else _host(g) for g in grads],
-            "grad_devices": [None if g is None else str(g.device) for g in grads],
-            "launched": _kernel_names(rt.LAUNCHES)}
+            "grads": [None if g is None else
+                      (np.ascontiguousarray(np.swapaxes(_host(g), -1, -2)) if s else _host(g))
+                      for g, s in grads],
+            "grad_devices": [None if g is None else str(g.device) for g, _ in grads],
+            "inputs_written": written, "launched": _kernel_names(rt.LAUNCHES)}
 
 
 def _host(tensor: Any) -> np.ndarray:

@@ -10,6 +10,12 @@ import numpy as np
 from hypothesis import strategies as st
 
 LAYOUTS_2D = ("contiguous", "transposed", "strided", "padded")
+# a 1-D buffer: contiguous, every other element, or inside a longer allocation
+LAYOUTS_1D = ("contiguous", "strided", "padded")
+# a wrapper's argument (NumPy arrays the probe lays out): the kernel layouts, and a view
+# that starts inside a bigger buffer ("offset": its first element is not the allocation's)
+WRAPPER_LAYOUTS_2D = ("contiguous", "transposed", "strided", "offset")
+WRAPPER_LAYOUTS_1D = ("contiguous", "strided", "offset")
 NP_NAMES = {"float32": "np.float32", "float16": "np.float16", "int64": "np.int64",
             "int32": "np.int32", "float64": "np.float64"}
 
@@ -91,7 +97,77 @@ def fixed(seed: int) -> Values:
     return Values(None, seed)
 
 
+class Seeded(Values):
+    """A case whose structure is drawn from its own NumPy generator (no Hypothesis, sizes
+    not at their lower bound), every wrapper argument laid out as ``layout``: the one case
+    a wrapper test runs before its drawn ones, so that each argument's non-contiguous
+    layout is met whatever the few drawn examples pick."""
+
+    def __init__(self, seed: int, layout: str) -> None:
+        super().__init__(None, seed)
+        self.layout = layout
+        self._structure = np.random.default_rng(self.seed + 1)
+
+    def integer(self, low: int, high: int) -> int:
+        return int(self._structure.integers(low, high + 1))
+
+    def pick(self, options: Any) -> Any:
+        options = list(options)
+        return options[int(self._structure.integers(len(options)))]
+
+    def flag(self) -> bool:
+        return bool(self._structure.integers(2))
+
+
 def matrix_layout(v: Values) -> str:
     """A memory layout for a 2-D input: contiguous, transposed, every other column
     (strided), or rows longer than the matrix (padded)."""
     return v.pick(LAYOUTS_2D)
+
+
+def vector_layout(v: Values) -> str:
+    """A memory layout for a 1-D buffer."""
+    return v.pick(LAYOUTS_1D)
+
+
+def wrapper_layout(v: Values, ndim: int) -> str:
+    """A memory layout for a wrapper's argument of ``ndim`` dims, drawn for each argument
+    on its own: contiguous, transposed (2-D and up), every other element of the last dim,
+    or a view starting inside a bigger buffer (a ``Seeded`` case: its one layout)."""
+    if isinstance(v, Seeded):
+        return v.layout
+    return v.pick(WRAPPER_LAYOUTS_2D if ndim >= 2 else WRAPPER_LAYOUTS_1D)
+
+
+_WORDS = (("(strided", "(column-strided"), (" strided)", " column-strided)"),
+          ("(offset", "(offset into a bigger buffer"), ("(padded", "(padded rows"))
+
+
+def worded(description: str) -> str:
+    """A case's description with each layout named as a reader says it."""
+    for short, long in _WORDS:
+        description = description.replace(short, long)
+    return description
+
+
+def laid(array: np.ndarray, layout: str) -> dict[str, Any]:
+    """A wrapper argument the probe lays out so (``probes.cuda._laid_out``)."""
+    return {"array": array, "layout": layout}
+
+
+def tile(v: Values, name: str, options: tuple[int, ...]) -> int:
+    """A tile size drawn from ``options`` (the first at a hand-picked case); each BLOCK_*
+    of a launch is drawn on its own, so BLOCK_M != BLOCK_N and blocks that do not divide
+    the sizes come up."""
+    del name
+    return int(v.pick(options))
+
+
+def poke(v: Values, name: str, target: np.ndarray, value: float, fraction: float) -> None:
+    """Put ``value`` (NaN, +-inf, -0.0) into about ``fraction`` of ``target`` (a view of a
+    drawn array, written ``name`` in the reproducer: "x" or "x[:, 1:]"), in place,
+    recorded."""
+    hit = v.rng.random(target.shape) < fraction
+    target[hit] = value
+    shown = {"nan": "np.nan", "inf": "np.inf", "-inf": "-np.inf"}.get(repr(value), repr(value))
+    v.note(f"{name}[rng.random({name}.shape) < {fraction!r}] = {shown}")

@@ -220,3 +220,122 @@ MUTANTS += [
             "(mutant 6.7-dde74f871d does it in backward)",
     ),
 ]
+
+# Issue 19: variants that only the kernel table's new axes catch (layouts drawn for every
+# buffer and wrapper argument, tile sizes drawn with BLOCK_M != BLOCK_N, special values,
+# ownership of the arrays a wrapper is given)
+MUTANTS += [
+    Mutant(
+        id="cuda-add-wrapper-writes-into-x",
+        task="6.1",
+        file="cuda/elementwise.py",
+        find="    out = np.empty_like(x)\n",
+        replace="    out = x\n",
+        why="the add wrapper stores x + y into x (np.ascontiguousarray returns the caller's "
+            "array when it is contiguous): the caller's input is overwritten",
+    ),
+    Mutant(
+        id="cuda-add-wrapper-asarray",
+        task="6.1",
+        file="cuda/elementwise.py",
+        find="    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)\n",
+        replace="    x, y = np.asarray(x), np.asarray(y)\n",
+        why="asarray for ascontiguousarray: a strided or transposed input goes to a kernel "
+            "that reads contiguous memory",
+    ),
+    Mutant(
+        id="cuda-gelu-backward-dx-contiguous",
+        task="6.1",
+        file="cuda/elementwise.py",
+        find="    tl.store(dx_ptr + rows[:, None] * stride_dxr + cols[None, :] * stride_dxc,\n",
+        replace="    tl.store(dx_ptr + rows[:, None] * n_cols + cols[None, :],\n",
+        why="the backward kernel stores the gradient as if dx were contiguous, ignoring its "
+            "strides",
+    ),
+    Mutant(
+        id="cuda-softmax-store-ignores-y-strides",
+        task="6.2",
+        file="cuda/softmax.py",
+        find="        tl.store(y_row + cols * stride_yc, y.to(y_ptr.dtype.element_ty), mask=mask)\n",
+        replace="        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)\n",
+        why="the output's column stride is taken as 1: a transposed or strided y is written "
+            "in the wrong places",
+    ),
+    Mutant(
+        id="cuda-softmax-safe-zero-row",
+        task="6.2",
+        file="cuda/softmax.py",
+        find="            y = tl.exp(x - row_max) / total\n",
+        replace="            y = tl.where(total > 0, tl.exp(x - row_max) / total, 0.0)\n",
+        why="a 'safe' softmax: a row of all -inf gives zeros, where torch gives NaN",
+    ),
+    Mutant(
+        id="cuda-matmul-block-m-for-n",
+        task="6.3",
+        file="cuda/matmul.py",
+        find="    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)\n",
+        replace="    rn = pid_n * BLOCK_M + tl.arange(0, BLOCK_N)\n",
+        why="the tile's first column uses BLOCK_M: right only while BLOCK_M == BLOCK_N",
+    ),
+    Mutant(
+        id="cuda-layernorm-one-pass-variance",
+        task="6.4",
+        file="cuda/layernorm.py",
+        find="    var = tl.sum(diff * diff, 0) / n_cols\n",
+        replace="    var = tl.sum(x * x, 0) / n_cols - mean * mean\n",
+        why="the variance as mean(x^2) - mean^2: catastrophic cancellation for rows far from "
+            "zero",
+    ),
+    Mutant(
+        id="cuda-layernorm-wrapper-strided-weight",
+        task="6.4",
+        file="cuda/layernorm.py",
+        find="    launch(layer_norm_kernel, (rows,), x2, np.ascontiguousarray(weight),\n",
+        replace="    launch(layer_norm_kernel, (rows,), x2, weight,\n",
+        why="the wrapper hands a strided weight to a kernel that reads it contiguously",
+    ),
+    Mutant(
+        id="cuda-cross-entropy-wrapper-contiguous-logits",
+        task="6.4",
+        file="cuda/cross_entropy.py",
+        find="           logits.strides[0] // item, logits.strides[1] // item, cols, 1, ignore_index,\n",
+        replace="           cols, 1, cols, 1, ignore_index,\n",
+        why="the wrapper passes the strides of contiguous logits: transposed or "
+            "column-strided logits are read in the wrong places",
+    ),
+    Mutant(
+        id="cuda-attention-dkdv-causal-start-block-m",
+        task="6.5",
+        file="cuda/attention.py",
+        find="        lo = (start_n * BLOCK_N // BLOCK_M) * BLOCK_M\n",
+        replace="        lo = start_n * BLOCK_M\n",
+        why="the first query block a key block sees is computed with BLOCK_M for BLOCK_N: "
+            "right only while BLOCK_M <= BLOCK_N",
+    ),
+    Mutant(
+        id="cuda-attention-wrapper-one-layout",
+        task="6.5",
+        file="cuda/attention.py",
+        find="    q, k, v = _same_layout(q, k, v)\n",
+        replace="",
+        why="the forward wrapper passes q's strides for k and v too, whatever their layout",
+    ),
+    Mutant(
+        id="cuda-adam-wrapper-no-contiguity-check",
+        task="6.6",
+        file="cuda/adam.py",
+        find="        if a.dtype != np.float32 or not a.flags.c_contiguous:\n",
+        replace="        if a.dtype != np.float32:\n",
+        why="adam_step takes a strided view of the state as it is: the kernel reads and "
+            "writes it as contiguous memory (the gaps as elements), instead of refusing it",
+    ),
+    Mutant(
+        id="cuda-adam-wrapper-grad-asarray",
+        task="6.6",
+        file="cuda/adam.py",
+        find="    grad = np.ascontiguousarray(grad, np.float32)\n",
+        replace="    grad = np.asarray(grad, np.float32)\n",
+        why="asarray for ascontiguousarray: a strided gradient goes to a kernel that reads "
+            "it contiguously",
+    ),
+]

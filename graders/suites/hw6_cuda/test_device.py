@@ -17,7 +17,13 @@ from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_conforms, assert_equal
 from graders.kerneltable.checks import device_kernels, need_triton
-from graders.kerneltable.device import DEVICE_OPS, DEVICE_TOLERANCE, DeviceOpInfo, grad_output
+from graders.kerneltable.device import (
+    DEVICE_OPS,
+    DEVICE_TOLERANCE,
+    DeviceOpInfo,
+    grad_output,
+    said,
+)
 from graders.oracle import cuda as oracle
 from graders.oracle import gpt as gpt_oracle
 from graders.strategies.cuda import Values, fixed
@@ -51,6 +57,7 @@ def test_device_op(submission, op):
     def drawn(data):
         v = Values(data)
         inputs, kwargs, case = op.draw(v)
+        case += said(inputs)
         grad = grad_output(v, oracle.device_output_shape(op.name, inputs, kwargs))
         check_device_op(submission, op, inputs, kwargs, grad, case)
 
@@ -69,15 +76,24 @@ def check_device_op(submission: Any, op: DeviceOpInfo, inputs: list[dict[str, An
                           "grads": [np.empty(g.shape) for g in expected["grads"]],
                           "grad_devices": [""] * n_grads, "launched": None}, what=op.name)
     check_launched(got["launched"], op.kernels, op.name, case)
+    written = got.get("inputs_written")
+    if not isinstance(written, list) or not all(isinstance(k, int) for k in written):
+        raise AssertionError(f"{op.name}: malformed answer: no record of the inputs' memory")
+    if written:
+        raise AssertionError(
+            f"{op.name} on the cuda device wrote into the storage of its input {written[0]} "
+            "(forward or backward): an operator must leave its inputs unchanged\n"
+            f"  case: {case}")
     assert_equal(got["device"], DEVICE, what=f"{op.name}: the output's device", case=case)
     assert_equal(list(got["grad_devices"]), [DEVICE] * n_grads,
                  what=f"{op.name}: the devices of the inputs' .grad", case=case)
     rtol, atol = DEVICE_TOLERANCE
     assert_close(got["output"], expected["output"], what=f"{op.name} on the cuda device",
                  rtol=rtol, atol=atol, case=case)
+    grad_atol = atol if op.grad_atol is None else op.grad_atol(inputs, grad)
     for k, (g, e) in enumerate(zip(got["grads"], expected["grads"])):
         assert_close(g, e, what=f"{op.name} on the cuda device: gradient of input {k}",
-                     rtol=rtol, atol=atol, case=case)
+                     rtol=rtol, atol=grad_atol, case=case)
 
 
 OPS = {op.name: op for op in DEVICE_OPS}

@@ -236,6 +236,9 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = 
     q, k, v = _same_layout(q, k, v)
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
     o = np.empty_like(q)
+    if o.strides != q.strides:  # empty_like keeps the order of the dims, not a view's gaps
+        q, k, v = (np.ascontiguousarray(a) for a in (q, k, v))
+        o = np.empty_like(q)
     lse = np.empty((z * h, t), np.float32)
     launch(flash_attention_kernel, (cdiv(t, BLOCK_M), z * h), q, k, v, o, lse, *_strides(q), h, t,
            scale, CAUSAL=causal, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=d)
