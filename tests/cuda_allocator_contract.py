@@ -21,7 +21,7 @@ KIND, FOLDER = sys.argv[1], sys.argv[2]
 sys.path.insert(0, FOLDER)
 
 from tinytrain.cuda import _runtime as rt  # noqa: E402
-from tinytrain.cuda._state import CudaArray  # noqa: E402
+from tinytrain.device_state import CudaArray  # noqa: E402
 
 memory = rt.HostAllocator() if KIND == "host" else rt.CupyAllocator()
 rt.set_allocator(memory)

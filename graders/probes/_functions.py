@@ -342,11 +342,11 @@ def run_backward(tt: Any, roots: list[tuple[Any, Any]], retain_graph: bool = Fal
     order, its tensor hooks (``_run_tensor_hooks``, task 1.4) applied to its gradients
     before its backward runs. The hooks, retain_grad and detach of task 1.4 are graded on
     it, whatever the state of the submission's engine."""
-    function_module = importlib.import_module(f"{tt.__name__}.autograd.function")
+    node_module = importlib.import_module(f"{tt.__name__}.autograd.node")
     seeds = []
     for tensor, grad in roots:
         data = tensor.data
-        seeds.append((function_module.gradient_edge(tensor),
+        seeds.append((node_module.gradient_edge(tensor),
                       np.ones(data.shape, data.dtype) if grad is None
                       else np.asarray(grad, dtype=data.dtype)))
     counts: dict[Any, int] = {}
@@ -366,8 +366,8 @@ def run_backward(tt: Any, roots: list[tuple[Any, Any]], retain_graph: bool = Fal
         if node is not None:
             _buffer(buffers, node, nr, grad)
     ready = [node for node in buffers if counts.get(node, 0) == 0]
-    original = function_module.accumulate_into_leaf
-    function_module.accumulate_into_leaf = _accumulate_into_leaf
+    original = node_module.accumulate_into_leaf  # looked up there by AccumulateGrad
+    node_module.accumulate_into_leaf = _accumulate_into_leaf
     try:
         while ready:
             node = ready.pop()
@@ -388,7 +388,7 @@ def run_backward(tt: Any, roots: list[tuple[Any, Any]], retain_graph: bool = Fal
                 if counts[next_node] == 0:
                     ready.append(next_node)
     finally:
-        function_module.accumulate_into_leaf = original
+        node_module.accumulate_into_leaf = original
 
 
 # ----- the probes' own tensor hooks (a copy of task 1.4's), for grading the engine -------
@@ -420,8 +420,8 @@ def own_hooks(tt: Any) -> Iterator[None]:
     """While active, nodes apply tensor hooks with the probes' own copy of task 1.4's
     ``_run_tensor_hooks`` (retain_grad left out), so the engine (1.2) can be graded on
     calling them whatever the state of 1.4. Register hooks with ``add_hook``."""
-    function_module = importlib.import_module(f"{tt.__name__}.autograd.function")
-    node_cls, leaf_cls = function_module.BackwardNode, function_module.AccumulateGrad
+    node_module = importlib.import_module(f"{tt.__name__}.autograd.node")
+    node_cls, leaf_cls = node_module.BackwardNode, node_module.AccumulateGrad
     saved = (node_cls.__dict__["_run_tensor_hooks"], leaf_cls.__dict__["_run_tensor_hooks"])
     node_cls._run_tensor_hooks, leaf_cls._run_tensor_hooks = _hook_runners(tt.Tensor)
     try:

@@ -218,7 +218,7 @@ def _forward_in_float32(function_module: Any) -> Any:
 # name: (its module, our copy (or a factory of it, given that module), where it is looked up)
 _HELPERS = {
     "sum_to_shape": ("ops._helpers", _sum_to_shape, "ops"),
-    "forward_in_float32": ("autograd.function", _forward_in_float32, "autograd.function"),
+    "forward_in_float32": ("amp.opmath", _forward_in_float32, "amp.opmath"),
 }
 _FACTORIES = {"forward_in_float32"}
 

@@ -12,7 +12,7 @@ import numpy as np
 from . import dtypes
 from .autograd import grad_mode
 from .autograd.hooks import RemovableHandle
-from .cuda._state import DEVICE_NAME, CudaArray
+from .device_state import DEVICE_NAME, CudaArray
 
 
 class VersionCounter:

@@ -16,7 +16,7 @@ MUTANTS = [
     Mutant(
         id="leaf-grad-overwritten",
         task="1.2",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="        leaf._grad.data += grad",
         replace="        leaf._grad = Tensor(np.array(grad, dtype=leaf.data.dtype, copy=True))",
         why="a leaf's .grad is overwritten instead of accumulated across backward calls",
@@ -102,7 +102,7 @@ MUTANTS = [
     Mutant(
         id="leaf-grad-not-copied",
         task="1.2",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="        leaf._grad = Tensor(np.array(grad, dtype=leaf.data.dtype, copy=True))",
         replace="        leaf._grad = Tensor(grad)",
         why="a leaf's first .grad is the array the engine handed over, which another leaf or "
@@ -178,7 +178,7 @@ class enable_grad""",
     Mutant(
         id="hook-result-ignored",
         task="1.4",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="""                result = hook(Tensor(grads[nr]))
                 if result is not None:
                     grads[nr] = result.data""",
@@ -188,7 +188,7 @@ class enable_grad""",
     Mutant(
         id="retain-grad-not-accumulated",
         task="1.4",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="                tensor._grad = Tensor(tensor._grad.data + grads[nr])",
         replace="                tensor._grad = Tensor(grads[nr].copy())",
         why="a retained non-leaf .grad is replaced on each backward instead of accumulated",
@@ -196,7 +196,7 @@ class enable_grad""",
     Mutant(
         id="retained-before-hooks",
         task="1.4",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="""        for nr, hooks in self._tensor_hooks.items():
             for hook in list(hooks):
                 if grads[nr] is None:
@@ -234,7 +234,7 @@ class enable_grad""",
     Mutant(
         id="hooks-see-original-gradient",
         task="1.4",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="""        for nr, hooks in self._tensor_hooks.items():
             for hook in list(hooks):
                 if grads[nr] is None:
@@ -252,7 +252,7 @@ class enable_grad""",
     Mutant(
         id="leaf-hooks-reversed",
         task="1.4",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="        for hook in list(self.variable._backward_hooks or ()):",
         replace="        for hook in reversed(list(self.variable._backward_hooks or ())):",
         why="a leaf's hooks run in reverse order of registration",
@@ -304,7 +304,7 @@ ALTERNATIVES = [
     Mutant(
         id="out-of-place-accumulation",
         task="1.2",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="        leaf._grad.data += grad",
         replace="        leaf._grad = Tensor(leaf._grad.data + grad)",
         why="accumulates into a new .grad tensor instead of in place",
@@ -317,7 +317,7 @@ MUTANTS += [
     Mutant(
         id="leaf-hooks-return-nothing-without-gradient",
         task="1.4",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="""            if grads[0] is None:
                 break
 """,
@@ -402,7 +402,7 @@ MUTANTS += [
     Mutant(
         id="retain-grad-without-gradient-crashes",
         task="1.4",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="            if tensor is None or grads[nr] is None:\n",
         replace="            if tensor is None and grads[nr] is None:\n",
         why="retain_grad fails on a tensor that gets no gradient or was dropped before "
@@ -411,7 +411,7 @@ MUTANTS += [
     Mutant(
         id="retain-grad-stops-at-the-first-missing-output",
         task="1.4",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="""            if tensor is None or grads[nr] is None:
                 continue
             if tensor._grad is None:""",

@@ -196,7 +196,7 @@ MUTANTS = [
     Mutant(
         id="saved-name-ignored",
         task="3.2",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="        saved = self._saved[names.index(name[len(\"_saved_\"):])]",
         replace="        saved = self._saved[0]",
         why="grad_fn._saved_<name> returns the first saved tensor whatever the name",
@@ -213,7 +213,7 @@ MUTANTS = [
     Mutant(
         id="saved-names-missing-on-a-node-that-saved-nothing",
         task="3.2",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find='        names = self.__dict__.get("_names_saved", ())',
         replace='        names = self.__dict__.get("_names_saved")',
         why="grad_fn._saved_self on a node that saved nothing raises TypeError (None is not "
@@ -222,7 +222,7 @@ MUTANTS = [
     Mutant(
         id="saved-attribute-error-without-the-class",
         task="3.2",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="""        if name[len("_saved_"):] not in names:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")""",
         replace="""        if name[len("_saved_"):] not in names:
@@ -338,7 +338,7 @@ ALTERNATIVES = [
     Mutant(
         id="saved-names-by-dict",
         task="3.2",
-        file="autograd/function.py",
+        file="autograd/node.py",
         find="""        names = self.__dict__.get("_names_saved", ())
         if name[len("_saved_"):] not in names:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")

@@ -139,7 +139,7 @@ MUTANTS = [
     Mutant(
         id="opmath-not-widened",
         task="4.1",
-        file="autograd/function.py",
+        file="amp/opmath.py",
         find="    wide = tuple([_float32_alias(a) for a in args])",
         replace="    wide = args",
         why="low-precision calls run forward on the float16/bfloat16 values themselves "
@@ -296,7 +296,7 @@ MUTANTS = [
     Mutant(
         id="opmath-drops-keyword-arguments",
         task="4.1",
-        file="autograd/function.py",
+        file="amp/opmath.py",
         find="    result = cls.forward(ctx, *wide, **kwargs)",
         replace="    result = cls.forward(ctx, *wide)",
         why="a low-precision call's forward, run on float32 stand-ins, loses the keyword "

@@ -30,6 +30,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import grad_mode
 from ..autograd.autocast_state import state
+from ..autograd.dispatch import dispatch
 from ..ops.conversion import to_dtype
 
 POLICIES = ("lower_precision", "fp32", "promote", "none")
@@ -191,3 +192,6 @@ def recorded_cast(tensor: Any, dtype: np.dtype) -> Any:
 def clear_autocast_cache() -> None:
     """Drop every cached cast (``torch.clear_autocast_cache``)."""
     state.cache.clear()
+
+
+dispatch.register(autocast_inputs=autocast_inputs)

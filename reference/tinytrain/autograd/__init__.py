@@ -2,7 +2,7 @@
 
 from . import graph
 from .engine import backward
-from .function import AccumulateGrad, BackwardNode, Function
+from .function import Function
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -11,6 +11,7 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .node import AccumulateGrad, BackwardNode
 
 __all__ = [
     "AccumulateGrad",

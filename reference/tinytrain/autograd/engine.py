@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .function import BackwardNode, gradient_edge
+from .node import BackwardNode, gradient_edge
 
 
 def backward(

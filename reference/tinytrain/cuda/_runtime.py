@@ -100,7 +100,9 @@ class _Storage:
         return self
 
     def copy_(self, other: _Storage) -> _Storage:
-        if other.array is not self.array:
+        # the interpreter copies every argument back after a launch, inputs too: a
+        # read-only input (a broadcast view) was not written, so there is nothing to copy
+        if other.array is not self.array and self.array.flags.writeable:
             self.array[...] = other.array
         return self
 
@@ -348,7 +350,7 @@ class HostAllocator(DeviceAllocator):
     device = False
 
     def _empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        from ._state import CudaArray
+        from ..device_state import CudaArray
 
         return np.empty(shape, dtype).view(CudaArray)
 

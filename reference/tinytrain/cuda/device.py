@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.dispatch import dispatch
 from ..autograd.function import BackwardNode, Function
+from ..device_state import SELF_PLACING, CudaArray, active, to_device_array, to_host_array
 from ..ops import activation, arithmetic, layers, linalg, loss, shape
 from ..tensor import Tensor
 from . import _common
-from ._state import SELF_PLACING, CudaArray, active, to_device_array, to_host_array
 from .adam import adam_step
 from .attention import flash_attention, flash_attention_backward
 from .cross_entropy import cross_entropy
@@ -470,3 +471,6 @@ def kernel_function(cls: type[Function]) -> type[Function]:
             f"{', '.join(sorted(c.__name__ for c in CUDA_FUNCTIONS))} and data movement "
             "(move the tensor to the CPU with .cpu() for the rest)")
     return twin
+
+
+dispatch.register(kernel_function=kernel_function)

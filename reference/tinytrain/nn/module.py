@@ -351,7 +351,7 @@ class Module:
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         if device is not None:
-            from ..cuda._state import to_device_array, to_host_array
+            from ..device_state import to_device_array, to_host_array
 
             move = to_device_array if str(device).startswith("cuda") else to_host_array
             if str(device).startswith("cuda"):

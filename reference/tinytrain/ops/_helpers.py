@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.autocast_state import state as _autocast
+from ..autograd.dispatch import dispatch
 from ..tensor import Tensor
 
 
@@ -36,9 +37,7 @@ def apply_binary(function: Any, input: Any, other: Any) -> Tensor:
     as PyTorch's autocast wraps the op before its type promotion.
     """
     if _autocast.enabled:
-        from ..amp.autocast_mode import autocast_inputs
-
-        input, other = autocast_inputs(function, (input, other))
+        input, other = dispatch.autocast_inputs(function, (input, other))
     if isinstance(input, Tensor) and isinstance(other, Tensor) and (
             input.data.dtype == other.data.dtype):
         return function.apply(input, other)

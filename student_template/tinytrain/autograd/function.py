@@ -1,221 +1,30 @@
-"""Function and the graph it builds.
+"""Function: a differentiable operation, and how a call of one is recorded.
 
 A ``Function`` subclass defines ``forward(ctx, *inputs)`` (tensors in, NumPy arrays out)
 and ``backward(ctx, *grads)`` (NumPy arrays in and out, one gradient per forward input).
-``Function.apply`` runs forward and, when the call must be recorded, makes ``ctx`` the
-``grad_fn`` of the outputs: a node whose ``next_functions`` point at the nodes that
-produced the inputs, as in PyTorch.
+``Function.apply`` runs forward and, when the call must be recorded (``record``, task
+1.1), makes ``ctx`` the ``grad_fn`` of the outputs: a node (``autograd.node``) whose
+``next_functions`` point at the nodes that produced the inputs, as in PyTorch.
 
-Mixed precision (assignment 4) hooks in here too: under ``tt.amp.autocast`` a Function's
-inputs are cast by its ``autocast_policy`` before forward, and a call whose result is
-float16 or bfloat16 computes in float32 and rounds its outputs once ("opmath").
+The layers above add to ``apply`` through ``autograd.dispatch``: under
+``tt.amp.autocast`` a Function's inputs are cast by its ``autocast_policy`` before
+forward, a call whose result is float16 or bfloat16 computes in float32 (``amp.opmath``),
+and a call with cuda tensors runs the op's kernel-backed twin (``cuda.device``).
 """
 
 from __future__ import annotations
 
-import weakref
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from .. import device_state as _device
 from .. import dtypes
-from ..cuda import _state as _cuda
 from . import grad_mode
 from .autocast_state import state as _autocast
-from .saved import SavedTensor, save
-
-
-class BackwardNode:
-    """A vertex of the backward graph, and the ``ctx`` its Function's methods receive.
-
-    ``next_functions[i]`` is ``(node, output_nr)`` for input ``i``: the node that produced
-    that input (an ``AccumulateGrad`` for a leaf) and which of its outputs it was, or
-    ``(None, 0)`` for an input that does not require grad.
-    """
-
-    _function: type[Function]
-    # Defaults, replaced on the node when its call is recorded (class attributes: one node
-    # is made per operator call, so making one must be cheap).
-    next_functions: tuple[tuple[BackwardNode | None, int], ...] = ()
-    needs_input_grad: tuple[bool, ...] = ()
-    _to_save: tuple[Any, ...] = ()
-    _saved: tuple[SavedTensor | None, ...] | None = None
-    _released = False
-    _input_meta: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = ()
-    _output_meta: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
-    _names_saved: tuple[str | None, ...] = ()  # PyTorch's name of each saved tensor
-    _opmath = False  # True: forward ran in float32 for low-precision inputs; so does backward
-
-    def __init__(self) -> None:
-        self._tensor_hooks: dict[int, list] = {}
-        self._retained: dict[int, weakref.ref] = {}
-
-    def name(self) -> str:
-        return type(self).__name__
-
-    def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
-
-    # ----- saved tensors --------------------------------------------------------------
-    def save_for_backward(self, *items: Any) -> None:
-        """Keep tensors (or arrays) for backward; read them back with ``saved_tensors``."""
-        self._to_save = items
-
-    @property
-    def saved_tensors(self) -> tuple[Any, ...]:
-        self._check_not_released()
-        if self._saved is None:  # not recorded: forward was called directly
-            from ..tensor import Tensor
-
-            found = tuple(Tensor(x) if isinstance(x, np.ndarray) else x for x in self._to_save)
-        else:
-            found = tuple(None if s is None else s.unpack(self) for s in self._saved)
-        if self._opmath:  # kept in low precision, computed with in float32
-            found = tuple(_float32_alias(t) for t in found)
-        return found
-
-    def _check_not_released(self) -> None:
-        if self._released:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access "
-                "saved tensors after they have already been freed). Saved intermediate "
-                "values of the graph are freed when you call .backward() or autograd.grad(). "
-                "Specify retain_graph=True if you need to backward through the graph a second "
-                "time or if you need to access saved tensors after calling backward."
-            )
-
-    def _pack_saved(
-        self,
-        inputs: tuple[Any, ...],
-        outputs: tuple[Any, ...],
-        input_versions: tuple[int | None, ...] | None = None,
-    ) -> None:
-        """Turn what forward asked to save into SavedTensors (runs after forward, so an
-        output saved by forward is recognised and saved without a reference cycle), and
-        name each one: the Function's ``saved_names`` where given, else PyTorch's name
-        ("self", "other", "result") found by identity. ``input_versions``: the inputs'
-        versions when the op started, if it wrote into one (see ``saved.save``)."""
-        saved = [save(item, inputs, outputs, input_versions) for item in self._to_save]
-        declared = self._function.saved_names or ()
-        self._saved = tuple(s for s, _ in saved)
-        self._names_saved = tuple(
-            declared[i] if i < len(declared) else name for i, (_, name) in enumerate(saved)
-        )
-        self._to_save = ()
-
-    def __getattr__(self, name: str) -> Any:
-        """``grad_fn._saved_self``, ``_saved_other``, ``_saved_result``...: a saved tensor by
-        PyTorch's name, unpacked on each access (only called for attributes not found)."""
-        if not name.startswith("_saved_") or name == "_saved":
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-        # HINT: self._names_saved[i] names self._saved[i] (a SavedTensor, or None when
-        # HINT: nothing was saved there); unpack it for this node on every access.
-        raise NotImplementedError("task 3.2: Saved-tensor hooks and saved-tensor inspection")
-
-    def _release(self) -> None:
-        """Free the saved tensors (backward without retain_graph)."""
-        if self._saved:
-            for saved in self._saved:
-                if saved is not None:
-                    saved.release()
-        self._saved = ()
-        self._released = True
-
-    # ----- running backward -----------------------------------------------------------
-    def _run_backward(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
-        """Call the Function's backward and check what it returns: one gradient per forward
-        argument (None for arguments that need none; trailing ones may be left out)."""
-        for i, grad in enumerate(grads):
-            if grad is None:  # an output that received no gradient counts as zeros
-                shape, dtype = self._output_meta[i]
-                grads[i] = np.zeros(shape, dtype)
-        if self._opmath:  # backward computes in float32 too; _check_grad rounds the results
-            grads = [g.astype(np.float32) if g.dtype in dtypes.LOW_PRECISION else g
-                     for g in grads]
-        result = self._function.backward(self, *grads)
-        if not isinstance(result, tuple):
-            result = (result,)
-        n_inputs = len(self.next_functions)
-        if len(result) < n_inputs:  # trailing gradients of non-differentiable inputs: optional
-            if any(self.needs_input_grad[len(result):]):
-                raise RuntimeError(
-                    f"function {self.name()} returned an incorrect number of gradients "
-                    f"(expected {n_inputs}, got {len(result)})"
-                )
-            result = result + (None,) * (n_inputs - len(result))
-        return tuple([self._check_grad(i, g) for i, g in enumerate(result[:n_inputs])])
-
-    def _check_grad(self, index: int, grad: Any) -> np.ndarray | None:
-        if grad is None or self.next_functions[index][0] is None:
-            return None
-        if not isinstance(grad, np.ndarray):  # a Tensor is accepted too
-            grad = np.asarray(getattr(grad, "data", grad))
-        shape, dtype = self._input_meta[index]
-        if grad.shape != shape:
-            raise RuntimeError(
-                f"Function {self.name()} returned an invalid gradient at index {index} - "
-                f"got {list(grad.shape)} but expected shape compatible with {list(shape)}"
-            )
-        return grad if grad.dtype == dtype else grad.astype(dtype)
-
-    def _run_tensor_hooks(self, grads: list[np.ndarray | None]) -> list[np.ndarray | None]:
-        """Apply hooks registered on this node's output tensors, then retain_grad."""
-        raise NotImplementedError("task 1.4: retain_grad, tensor hooks, detach")
-
-    def _has_tensor_hooks(self) -> bool:
-        return bool(self._tensor_hooks or self._retained)
-
-
-class AccumulateGrad(BackwardNode):
-    """The node behind a leaf that requires grad: adds the gradient into ``.grad``."""
-
-    # a leaf's hooks live on the tensor (``_backward_hooks``), never on this node
-    _tensor_hooks = _retained = MappingProxyType({})
-
-    def __init__(self, variable: Any) -> None:  # no per-node dicts: see above
-        self.variable = variable
-        self._output_meta = ((variable.shape, variable.data.dtype),)
-
-    def _run_tensor_hooks(self, grads: list[np.ndarray | None]) -> list[np.ndarray | None]:
-        raise NotImplementedError("task 1.4: retain_grad, tensor hooks, detach")
-
-    def _has_tensor_hooks(self) -> bool:
-        return bool(self.variable._backward_hooks)
-
-    def _run_backward(self, grads: list[np.ndarray | None]) -> tuple[()]:
-        (grad,) = grads
-        if grad is not None:
-            accumulate_into_leaf(self.variable, grad)
-            leaf = self.variable
-            if isinstance(leaf.data, _cuda.CudaArray) and leaf._grad is not None:
-                _cuda.place(Function, (leaf._grad,))  # a device parameter's .grad is there too
-            for hook in list(leaf._post_accumulate_grad_hooks or ()):
-                hook(leaf)
-        return ()
-
-
-def accumulate_into_leaf(leaf: Any, grad: np.ndarray) -> None:
-    """Add ``grad`` into ``leaf.grad``: set on the first call, summed on later ones."""
-    raise NotImplementedError("task 1.2: Backward: topological order, accumulation, retain_graph")
-
-
-def grad_accumulator(leaf: Any) -> AccumulateGrad:
-    """The one AccumulateGrad node of a leaf (made on first use, shared by all edges)."""
-    node = leaf._grad_accumulator() if leaf._grad_accumulator is not None else None
-    if node is None:
-        node = AccumulateGrad(leaf)
-        leaf._grad_accumulator = weakref.ref(node)
-    return node
-
-
-def gradient_edge(tensor: Any) -> tuple[BackwardNode | None, int]:
-    """Where a gradient for ``tensor`` must be sent: ``(node, output_nr)``."""
-    if tensor.grad_fn is not None:
-        return tensor.grad_fn, tensor._output_nr
-    if tensor._requires_grad:
-        return grad_accumulator(tensor), 0
-    return None, 0
+from .dispatch import dispatch
+from .node import AccumulateGrad, BackwardNode, gradient_edge  # noqa: F401 - importable here too
+from .views import make_view
 
 
 class Function:
@@ -270,34 +79,30 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward on ``args`` and record the call in the graph when needed."""
         if _autocast.enabled:  # one thread-local read while autocast is off
-            from ..amp.autocast_mode import autocast_inputs
-
-            args = autocast_inputs(cls, args)
-        cuda = _cuda.active.value and _cuda.device_of(args)
+            args = dispatch.autocast_inputs(cls, args)
+        cuda = _device.active.value and _device.device_of(args)
         if cuda:  # assignment 6: the op's kernel-backed twin runs on device tensors
-            from ..cuda.device import kernel_function
-
-            cls = kernel_function(cls)
+            cls = dispatch.kernel_function(cls)
         if cls.is_inplace:
             from .inplace import apply_inplace
 
             return apply_inplace(cls, args, kwargs)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = needs_input_grad(args)
-        low = _low_precision_result(args) if cls._uses_opmath else None
+        low = dispatch.low_precision_result(args) if cls._uses_opmath else None
         if low is None:
             result = cls.forward(ctx, *args, **kwargs)
-        else:
-            result = forward_in_float32(cls, ctx, args, kwargs, low)
+        else:  # task 4.1 (amp.opmath)
+            result = dispatch.forward_in_float32(cls, ctx, args, kwargs, low)
         single = not isinstance(result, tuple)
         raw = (result,) if single else result
         outputs = tuple([_as_tensor(r) for r in raw])
         if cuda:
-            _cuda.place(cls, outputs)
+            _device.place(cls, outputs)
         if ctx._to_save:
             _scalars_to_arrays(ctx, raw, outputs)
         if cls.is_view:
-            _make_view(outputs[0], args[0])
+            make_view(outputs[0], args[0])
         if record(ctx, args, outputs) and ctx._to_save:
             ctx._pack_saved(args, outputs)
         return outputs[0] if single else outputs
@@ -329,65 +134,6 @@ def _as_tensor(result: Any) -> Any:
     return tensor(result if isinstance(result, np.ndarray) else np.asarray(result))
 
 
-# ----- opmath: low-precision calls compute in float32 (task 4.1) -----------------------
-def _low_precision_result(args: tuple[Any, ...]) -> np.dtype | None:
-    """float16 or bfloat16 when that is the dtype of this call's floating point result
-    (PyTorch's promotion over its floating point tensor arguments), else None."""
-    tensor = _Tensor or _tensor_type()
-    if not any(isinstance(a, tensor) and a.data.dtype in dtypes.LOW_PRECISION for a in args):
-        return None
-    floating = [a for a in args if isinstance(a, tensor) and a.data.dtype in dtypes.FLOATING]
-    result = dtypes.result_type(*floating)
-    return result if result in dtypes.LOW_PRECISION else None
-
-
-def _float32_alias(x: Any) -> Any:
-    """A floating point Tensor's values in float32, as a history-free tensor that shares
-    its version counter (so a save of it is still checked against in-place writes to
-    ``x``); anything else as it is."""
-    tensor = _Tensor or _tensor_type()
-    if not isinstance(x, tensor) or x.data.dtype not in dtypes.FLOATING:
-        return x
-    if x.data.dtype == np.float32:
-        return x
-    alias = x._alias()
-    alias.data = x.data.astype(np.float32)
-    return alias
-
-
-def _round_to(result: Any, dtype: np.dtype) -> Any:
-    """A forward result in ``dtype`` when it is floating point (indices stay integers)."""
-    array = np.asarray(result)
-    if array.dtype not in dtypes.FLOATING:
-        return result
-    with np.errstate(over="ignore"):  # beyond float16's range: inf, as in PyTorch
-        return array.astype(dtype)
-
-
-def forward_in_float32(cls: type[Function], ctx: BackwardNode, args: tuple[Any, ...],
-                       kwargs: dict[str, Any], dtype: np.dtype) -> Any:
-    """``cls.forward`` for a call whose result is ``dtype`` (float16 or bfloat16), computed
-    the way PyTorch's kernels compute it: on float32 values, with the outputs rounded to
-    ``dtype`` once at the end. A matmul then accumulates its products in float32 (as
-    tensor cores do) and a sum or softmax does not lose precision term by term.
-
-    Afterwards forward's saves refer to the real inputs and outputs (low precision, as
-    PyTorch keeps them; ``saved_tensors`` widens them again for backward), and the node is
-    marked, so that backward computes in float32 too."""
-    # HINT: _float32_alias(arg) gives a float32 stand-in for each floating point Tensor;
-    # HINT: run forward on those, then round every output with _round_to(output, dtype).
-    # HINT: The lines after this block use four names it must define: `wide` (the
-    # HINT: arguments forward ran on, stand-ins included, a tuple in the order of args),
-    # HINT: `single` (True when forward returned one array, not a tuple), `raw` (forward's
-    # HINT: outputs as a tuple) and `rounded` (raw's outputs rounded, a tuple).
-    raise NotImplementedError("task 4.1: Low precision: bfloat16, casts, promotion, float32 opmath")
-    standins = {id(w): a for w, a in zip(wide, args, strict=True) if w is not a}
-    standins.update({id(r): o for r, o in zip(raw, rounded, strict=True)})
-    ctx._to_save = tuple(standins.get(id(x), x) for x in ctx._to_save)
-    ctx._opmath = True
-    return rounded[0] if single else rounded
-
-
 def _scalars_to_arrays(ctx: BackwardNode, raw: tuple[Any, ...], outputs: tuple[Any, ...]) -> None:
     """NumPy turns 0-d results into scalars (``np.exp(np.array(1.0))`` is a np.float64):
     save them as 0-d arrays, and a returned scalar as the output's own array."""
@@ -401,36 +147,6 @@ def _scalars_to_arrays(ctx: BackwardNode, raw: tuple[Any, ...], outputs: tuple[A
         return as_output[id(x)] if id(x) in as_output else np.asarray(x)
 
     ctx._to_save = tuple(as_array(x) for x in ctx._to_save)
-
-
-def _make_view(view: Any, base: Any) -> None:
-    """Let ``view`` share ``base``'s version counter (and root base), as a view does, and
-    register it with the root base (an in-place write into the base rebases its views).
-
-    A forward that had to copy (NumPy could not make a view) gives an ordinary tensor.
-    """
-    if not np.may_share_memory(view.data, base.data):
-        return
-    root = base._base if base._base is not None else base
-    view._version_counter = base._version_counter
-    view._base = root
-    view._is_inference = base._is_inference
-    inherited = base._creation_meta not in (None, "default")  # a view of a no_grad view
-    made_in = "default" if grad_mode.is_grad_enabled() else "no_grad_mode"
-    view._creation_meta = base._creation_meta if inherited else made_in
-    if root._views is None:
-        root._views = {}
-    root._views[id(view)] = weakref.ref(view, _forget(root._views, id(view)))
-
-
-def _forget(views: dict[int, weakref.ref], key: int) -> Any:
-    """A weakref callback that drops a dead view from its base's registry."""
-
-    def callback(ref: weakref.ref) -> None:
-        if views.get(key) is ref:
-            del views[key]
-
-    return callback
 
 
 def record(ctx: BackwardNode, inputs: tuple[Any, ...], outputs: tuple[Any, ...]) -> bool:

@@ -26,7 +26,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import grad_mode
-from .function import BackwardNode, Function, gradient_edge, needs_input_grad, record
+from .function import Function, needs_input_grad, record
+from .node import BackwardNode, gradient_edge
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_ERROR = (

@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..device_state import CudaArray
 from ._runtime import TRITON_MISSING, interpreted, is_available, triton_available
-from ._state import CudaArray
 
 _SUBMODULES = ("elementwise", "softmax", "matmul", "layernorm", "cross_entropy", "attention",
                "adam", "device")

@@ -1,6 +1,7 @@
-"""The cuda device's bookkeeping that the core needs without importing triton: the array
-type that marks a tensor's storage as device memory, and the check ``Function.apply``
-runs once a cuda tensor exists."""
+"""Where a tensor's storage lives, as the core needs to know it without importing the cuda
+device (assignment 6) or triton: the array type that marks storage as device memory, and
+the check ``Function.apply`` runs once a cuda tensor exists. ``tensor.py`` and the
+autograd core depend on this module, never on ``cuda/``."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def device_of(args: tuple[Any, ...]) -> bool:
     integers or bools (indices, masks), which tinytrain moves to the device implicitly so
     that code building positions or causal masks on the CPU (assignment 5's GPT) runs
     unchanged."""
-    from ..tensor import Tensor
+    from .tensor import Tensor
 
     cuda = cpu = False
     for a in args:
@@ -70,8 +71,12 @@ SELF_PLACING: set[type] = set()  # Functions that put their outputs on a device 
 def place(function: type, outputs: tuple[Any, ...]) -> None:
     """Mark a cuda call's outputs as device tensors (unless the Function places them:
     a copy to the CPU)."""
-    if function in SELF_PLACING:
-        return
-    for out in outputs:
-        if not isinstance(out.data, CudaArray):
-            out.data = out.data.view(CudaArray)
+    if function not in SELF_PLACING:
+        mark_on_device(outputs)
+
+
+def mark_on_device(tensors: tuple[Any, ...]) -> None:
+    """Mark each tensor's storage as device memory (no copy)."""
+    for t in tensors:
+        if not isinstance(t.data, CudaArray):
+            t.data = t.data.view(CudaArray)
