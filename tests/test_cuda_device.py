@@ -49,6 +49,20 @@ w = tt.randn(4, 2, device="cuda", requires_grad=True)
 out = tt.nn.functional.linear(y.detach(), w.T)
 out.backward(tt.ones(3, 2, device="cuda"))
 assert w.grad.is_cuda and "matmul_kernel" in launched
+# a @ b on the device, 2-D and batched (the batched operands are read-only broadcast views,
+# which Triton's interpreter copies back after each launch), gradients included
+a_host = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+b_host = np.random.default_rng(1).standard_normal((4, 2)).astype(np.float32)
+a = tt.tensor(a_host, device="cuda", requires_grad=True)
+b = tt.tensor(b_host, device="cuda", requires_grad=True)
+ab = a @ b
+assert ab.is_cuda and np.allclose(ab.detach().cpu().numpy(), a_host @ b_host, atol=1e-5)
+ab.backward(tt.ones(3, 2, device="cuda"))
+assert np.allclose(a.grad.cpu().numpy(), np.ones((3, 2)) @ b_host.T, atol=1e-5)
+square = tt.tensor(a_host[:, :3], device="cuda")  # one tensor as both operands
+assert np.allclose((square @ square).cpu().numpy(), a_host[:, :3] @ a_host[:, :3], atol=1e-5)
+batched = tt.tensor(np.stack([a_host, 2 * a_host]), device="cuda") @ b
+assert np.allclose(batched.detach().cpu().numpy()[1], 2 * a_host @ b_host, atol=1e-5)
 # mixing devices: floating CPU tensors are an error, as in PyTorch
 try:
     y + tt.randn(3, 4)
