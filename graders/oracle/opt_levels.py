@@ -174,8 +174,12 @@ def layer_policy_run(spec: dict[str, Any], rules: dict[str, str],
         return "float32" if wrapped and level != "O1" else dtype
 
     out = call("", "float32", outer_autocast)
-    params = {}
+    params, values = {}, {}
     for name, module in model.named_modules():
-        for p, _ in module.named_parameters(recurse=False):
-            params[f"{name}.{p}"] = "float16" if levels[name] == "O3" else "float32"
-    return {"seen": seen, "returned": returned, "param_dtypes": params, "output_dtype": out}
+        for p, tensor in module.named_parameters(recurse=False):
+            # cast once, from its float32 values, for its own module's level only
+            own = np.float16 if levels[name] == "O3" else np.float32
+            params[f"{name}.{p}"] = np.dtype(own).name
+            values[f"{name}.{p}"] = tensor.detach().numpy().astype(np.float32).astype(own)
+    return {"seen": seen, "returned": returned, "param_dtypes": params,
+            "param_values": values, "output_dtype": out}

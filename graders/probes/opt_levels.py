@@ -229,6 +229,8 @@ def layer_policy_run(tt: Any, spec: dict[str, Any], rules: dict[str, str],
         "returned": returned,
         "param_dtypes": {f"{name}.{p}": _dtype(t) for name, m in modules.items()
                          for p, t in m._parameters.items() if t is not None},
+        "param_values": {f"{name}.{p}": array(t) for name, m in modules.items()
+                         for p, t in m._parameters.items() if t is not None},
         "output_dtype": _dtype(out),
     }
 

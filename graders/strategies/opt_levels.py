@@ -65,6 +65,7 @@ def overflow_sequences() -> Any:
 CLASSES = ["Embedding", "CausalSelfAttention", "MLP", "Block", "Head"]
 CHILD_NAMES = ["wte", "attn", "mlp", "h", "head"]
 LEVELS = ["O0", "O1", "O3"]
+WEIGHT_VALUES = (0.1, 3e-8, 1.0 / 3.0)
 
 
 @st.composite
@@ -76,7 +77,10 @@ def _tree(draw: Any, depth: int) -> dict[str, Any]:
     node: dict[str, Any] = {"kind": "block", "name": draw(st.sampled_from(CLASSES)),
                             "params": [], "buffers": []}
     if draw(st.integers(0, 3)):
-        node["params"] = [["w", np.ones(2, np.float32)]]
+        # values float16 rounds (0.1), flushes (3e-8) or keeps (1.0): a parameter cast
+        # through another module's dtype on its way to its own shows in its values
+        node["params"] = [["w", np.array([1.0, draw(st.sampled_from(WEIGHT_VALUES))],
+                                         np.float32)]]
     names = draw(st.lists(st.sampled_from(CHILD_NAMES), max_size=3 if depth else 0,
                           unique=True))
     node["children"] = [[n, draw(_tree(depth - 1))] for n in names]

@@ -119,6 +119,15 @@ MUTANTS = [
         why="an O0 (or O3) layer inside an autocast region still runs its ops under autocast",
     ),
     Mutant(
+        id="layerwise-casts-the-subtree",
+        task="4.5",
+        file=LAYERWISE,
+        find="        for param in module.parameters(recurse=False):",
+        replace="        for param in module.parameters():",
+        why="each module casts its whole subtree's parameters: a float32 layer inside an O3 "
+            "one ends float32 again but with its values rounded through float16",
+    ),
+    Mutant(
         id="o2-model-grads-unscaled-too",
         task="4.4",
         file="amp/opt_levels.py",

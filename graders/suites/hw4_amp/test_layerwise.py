@@ -28,7 +28,7 @@ from graders.suites._support import examples, task
 
 def _block(name: str, children: list | None = None, w: np.ndarray | None = None) -> dict:
     return {"kind": "block", "name": name,
-            "params": [["w", np.ones(2, np.float32) if w is None else w]],
+            "params": [["w", np.array([1.0, 0.1], np.float32) if w is None else w]],
             "buffers": [], "children": children or []}
 
 
@@ -98,6 +98,13 @@ def test_each_layer_runs_at_its_level(submission, policy, outer):
     case = _case(spec, rules, outer)
     assert_equal(got["param_dtypes"], expected["param_dtypes"],
                  what="parameter dtypes after apply_layer_policy", case=case)
+    for key, want in expected["param_values"].items():
+        value = got["param_values"].get(key)
+        assert_equal(None if value is None else np.asarray(value, np.float64).tolist(),
+                     np.asarray(want, np.float64).tolist(), case=case,
+                     what=f"parameter {key}: its values after apply_layer_policy (cast once "
+                          "from float32 for its own module's level, never rounded through "
+                          "another module's dtype)")
     for name, calls in expected["seen"].items():
         assert_equal(got["seen"].get(name), calls, case=case,
                      what=f"module {name or '(model)'}: [autocast on?, input dtype, "
