@@ -11,7 +11,8 @@ import pytest
 from .conftest import ROOT
 
 PROBES = ROOT / "graders" / "probes"
-SCENARIOS = {"_modules": "modules", "_layers": "layers", "_data": "data", "_amp": "amp", "_optim": "optim"}
+SCENARIOS = {"_modules": "modules", "_layers": "layers", "_data": "data", "_amp": "amp", "_optim": "optim",
+             "_gpt": "gpt"}
 FORBIDDEN = ("torch", "tinytrain", "graders.oracle", "graders.checks", "graders.suites")
 
 

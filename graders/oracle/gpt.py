@@ -9,12 +9,15 @@ the textbook computation the submission is compared with.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
 from torch import nn
+
+from ..probes import _gpt
 
 
 def config(**overrides: Any) -> dict[str, Any]:
@@ -148,50 +151,40 @@ def gpt(cfg: dict[str, Any], seed: int) -> tuple[GPT, dict[str, np.ndarray]]:
     return model, random_weights(model, seed)
 
 
+def _np(t: torch.Tensor | None) -> np.ndarray | None:
+    return None if t is None else t.detach().numpy().copy()
+
+
+LIB = SimpleNamespace(
+    tensor=lambda values, requires_grad=False: torch.tensor(
+        np.asarray(values)).requires_grad_(requires_grad),
+    array=_np,
+    grad=lambda p: _np(p.grad),
+)
+
+
+def _names(module: nn.Module) -> list[str]:
+    """The weights' dotted names (a tied weight once), as the grader sends them."""
+    return [name for name, _ in module.named_parameters()]
+
+
 def attention_run(module: CausalSelfAttention, x: np.ndarray, grad_output: np.ndarray,
                   ) -> dict[str, Any]:
     """What the probe ``gpt.attention`` observes, with torch."""
-    inputs = torch.from_numpy(x.copy()).requires_grad_(True)
-    out = module(inputs)
-    out.backward(torch.from_numpy(grad_output.copy()))
-    return {"output": out.detach().numpy().copy(), "grads": grads(module),
-            "input_grad": inputs.grad.numpy().copy()}
+    return _gpt.attention(LIB, module, _names(module), x, grad_output)
 
 
 def gpt_forward(model: GPT, idx: np.ndarray, targets: np.ndarray) -> dict[str, Any]:
     """What the probe ``gpt.gpt_forward`` observes, with torch."""
-    logits, loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
-    loss.backward()
-    return {"logits": logits.detach().numpy().copy(), "loss": loss.detach().numpy().copy(),
-            "grads": grads(model)}
+    return _gpt.gpt_forward(LIB, model, _names(model), idx, targets)
 
 
 def param_groups(model: GPT, options: dict[str, Any]) -> list[dict[str, Any]]:
     """What the probe ``gpt.param_groups`` observes, with torch."""
-    opt = model.configure_optimizers(**options)
-    names = {id(p): name for name, p in model.named_parameters()}
-    return [{"type": type(opt).__name__, "params": [names[id(p)] for p in group["params"]],
-             **{k: [float(x) for x in v] if isinstance(v, tuple) else v
-                for k, v in group.items()
-                if k in ("lr", "weight_decay", "betas", "eps", "amsgrad")}}
-            for group in opt.param_groups]
-
-
-def grads(module: nn.Module) -> dict[str, np.ndarray | None]:
-    return {name: None if p.grad is None else p.grad.numpy().copy()
-            for name, p in module.named_parameters()}
+    return _gpt.param_groups(model, _names(model), options)
 
 
 def train(model: GPT, batches: list[list[np.ndarray]], options: dict[str, Any],
           ) -> dict[str, Any]:
     """What the probe ``gpt.train`` observes, with torch: one AdamW step per batch."""
-    opt = model.configure_optimizers(**options)
-    losses = []
-    for idx, targets in batches:
-        opt.zero_grad()
-        _, loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return {"losses": np.array(losses),
-            "params": {n: p.detach().numpy().copy() for n, p in model.named_parameters()}}
+    return _gpt.train(LIB, model, _names(model), batches, options)

@@ -2,19 +2,20 @@
 training, with the weights the grader sends (taken from its PyTorch twin,
 ``graders.oracle.gpt``), by parameter name.
 
+The scenarios the oracle runs too are in ``_gpt`` (written once against PyTorch's API).
 Models are built with Linear's and Embedding's ``reset_parameters`` switched off (every
 weight is overwritten anyway), so these tasks do not need task 5.8's initialisation.
-Parameters are found by their dotted names (attribute access), not through
-``named_parameters``, except where the task itself uses it (configure_optimizers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from . import _gpt as scenarios
 from . import probe
 from ._observe import array, grad
 
@@ -35,20 +36,20 @@ def _build(tt: Any, make: Callable[[], Any]) -> Any:
                 cls.reset_parameters = method
 
 
-def _at(module: Any, name: str) -> Any:
-    """The tensor registered under the dotted ``name``."""
-    for part in name.split("."):
-        module = getattr(module, part)
-    return module
+def _lib(tt: Any) -> SimpleNamespace:
+    """The adapter ``_gpt``'s scenarios expect."""
+    return SimpleNamespace(
+        tensor=lambda values, requires_grad=False: (
+            tt.tensor(values).requires_grad_(True) if requires_grad else tt.tensor(values)),
+        array=array, grad=grad)
+
+
+_at = scenarios.at  # the other probes find weights by name with it too
 
 
 def _load(module: Any, weights: dict[str, np.ndarray]) -> None:
     for name, value in weights.items():
         _at(module, name).data = np.array(value, copy=True)
-
-
-def _grads(module: Any, names: list[str]) -> dict[str, np.ndarray | None]:
-    return {name: grad(_at(module, name)) for name in names}
 
 
 def _attention(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray]) -> Any:
@@ -71,11 +72,7 @@ def attention(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray], x: n
     """CausalSelfAttention(GPTConfig(**cfg)) with ``weights``: the output for ``x`` and,
     after backward with ``grad_output``, the gradients of every weight and of ``x``."""
     module = _attention(tt, cfg, weights)
-    inputs = tt.tensor(x).requires_grad_(True)
-    out = module(inputs)
-    out.backward(tt.tensor(grad_output))
-    return {"output": array(out), "grads": _grads(module, list(weights)),
-            "input_grad": grad(inputs)}
+    return scenarios.attention(_lib(tt), module, list(weights), x, grad_output)
 
 
 @probe
@@ -100,12 +97,7 @@ def gpt_forward(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray],
     ``targets``, the gradient of the loss for every weight, and the logits without
     targets (loss None)."""
     model = _gpt(tt, cfg, weights)
-    logits, loss = model(tt.tensor(idx), tt.tensor(targets))
-    loss.backward()
-    plain_logits, plain_loss = model(tt.tensor(idx))
-    return {"logits": array(logits), "loss": array(loss), "grads": _grads(model, list(weights)),
-            "logits_without_targets": array(plain_logits),
-            "loss_without_targets": None if plain_loss is None else array(plain_loss)}
+    return scenarios.gpt_forward(_lib(tt), model, list(weights), idx, targets)
 
 
 @probe
@@ -122,16 +114,7 @@ def param_groups(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray],
                  options: dict[str, Any]) -> list[dict[str, Any]]:
     """``model.configure_optimizers(**options)``: its type and, per parameter group, the
     names of its parameters (in order) and its hyperparameters."""
-    model = _gpt(tt, cfg, weights)
-    opt = model.configure_optimizers(**options)
-    names = {id(_at(model, name)): name for name in weights}
-    return [{"type": type(opt).__name__,
-             "params": [names.get(id(p), "<not a parameter of the model>")
-                        for p in group["params"]],
-             **{k: [float(x) for x in v] if isinstance(v, tuple) else v
-                for k, v in group.items()
-                if k in ("lr", "weight_decay", "betas", "eps", "amsgrad")}}
-            for group in opt.param_groups]
+    return scenarios.param_groups(_gpt(tt, cfg, weights), list(weights), options)
 
 
 @probe
@@ -140,14 +123,5 @@ def train(tt: Any, cfg: dict[str, Any], weights: dict[str, np.ndarray],
     """From ``weights``, one step per batch of (idx, targets): zero_grad, forward,
     backward, step, with the model's own ``configure_optimizers(**options)``. The loss
     of each step (before its update) and every weight at the end."""
-    model = _gpt(tt, cfg, weights)
-    opt = model.configure_optimizers(**options)
-    losses = []
-    for idx, targets in batches:
-        opt.zero_grad()
-        _, loss = model(tt.tensor(idx), tt.tensor(targets))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return {"losses": np.array(losses),
-            "params": {name: array(_at(model, name)) for name in weights}}
+    return scenarios.train(_lib(tt), _gpt(tt, cfg, weights), list(weights), batches, options)
+
