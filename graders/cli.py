@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import shutil
 import signal
@@ -17,10 +16,9 @@ from . import rubric as rubric_module
 from .harness import sandbox as sandbox_module
 from .harness.sandbox import ProcessGuard, Sandbox, SandboxError, SubmissionRefused
 from .report import Score, build_score, error_score, reproducers
-from .report.classroom import classroom_json
 from .report.console import Progress, render
-from .report.gradescope import results_json
-from .report.pytest_json import PYTEST_REPORT, pytest_json_report
+from .report.files import write_outputs
+from .report.pytest_json import PYTEST_REPORT
 from .runner import run as run_module
 from .runner.run import GradingError, run_suites, sandbox_limits
 
@@ -111,31 +109,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.submission is None and not args.prepare_sandbox and args.explain is None:
         parser.error("the following arguments are required: submission")
     return args
-
-
-def write_outputs(out: Path, score: Score) -> list[str]:
-    """Write score.json, results.json, classroom.json and pytest's JSON report
-    (``PYTEST_REPORT``) into ``out``, replacing whatever
-    is at their place (a folder, a read-only or immutable file, a symbolic link: never
-    followed); each is written even if another fails. Returns the failures."""
-    builders = {"score.json": score.to_json, "results.json": lambda: results_json(score),
-                "classroom.json": lambda: classroom_json(score),
-                PYTEST_REPORT: lambda: pytest_json_report(score)}
-    failures = []
-    try:
-        dir_fd = sandbox_module.open_out_dir(out)
-    except OSError as exc:
-        return [f"{out}: {exc}"]
-    try:
-        for name, build in builders.items():
-            try:
-                data = (json.dumps(build(), indent=2, sort_keys=False) + "\n").encode()
-                sandbox_module.replace_file(dir_fd, name, data)
-            except Exception as exc:  # noqa: BLE001 - the other files must still be written
-                failures.append(f"{name}: {type(exc).__name__}: {exc}")
-    finally:
-        os.close(dir_fd)
-    return failures
 
 
 def read_seed(args: argparse.Namespace) -> tuple[int, list[Path]]:

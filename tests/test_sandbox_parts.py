@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import graders.cli
+import graders.report.files
 from graders import rubric
 from graders.harness import sandbox
 from graders.harness.client import _Worker
@@ -54,7 +55,7 @@ def test_score_files_replace_what_is_in_their_way(tmp_path, monkeypatch):
     def broken(score: object) -> dict:
         raise RuntimeError("cannot build")
 
-    monkeypatch.setattr(graders.cli, "results_json", broken)
+    monkeypatch.setattr(graders.report.files, "results_json", broken)
     (out / "score.json").unlink()
     (out / "classroom.json").unlink()
     failures = graders.cli.write_outputs(out, _score())

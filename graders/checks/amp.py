@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..suites._support import literal
-from .compare import assert_close, assert_equal
+from .compare import assert_close, assert_equal, literal
 
 # The scale is a float32 number whose size varies over many orders of magnitude (1e-6 after
 # repeated backoffs, 1e38 near the top): compared relatively, at float32's rtol. A scale

@@ -28,6 +28,14 @@ def _numeric(dtype: np.dtype) -> bool:
     return dtype.kind in "fiub" or dtype.name == "bfloat16"  # bfloat16's kind is "V"
 
 
+def literal(value: Any) -> str:
+    """A Python literal for an array (for reproducer snippets)."""
+    array = np.asarray(value)
+    text = np.array2string(array, separator=", ", precision=17, floatmode="unique",
+                           threshold=10_000, max_line_width=10_000)
+    return text.replace("\n", "")
+
+
 def _fmt(x: Any) -> str:
     if isinstance(x, (float, np.floating)):
         return f"{float(x):.8g}"

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..suites._support import literal
-from .compare import assert_close, assert_equal
+from .compare import assert_close, assert_equal, literal
 
 
 def _array(value: np.ndarray) -> str:

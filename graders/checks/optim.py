@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..suites._support import literal
-from .compare import assert_close, assert_equal
+from .compare import assert_close, assert_equal, literal
 
 
 def _number(value: Any) -> Any:

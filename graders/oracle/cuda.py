@@ -146,21 +146,6 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, scale: 
 
 
 # ----- 6.6 ----------------------------------------------------------------------------
-def adam_steps(param: np.ndarray, grads: list[np.ndarray], lr: float, betas: tuple[float, float],
-               eps: float, weight_decay: float, decoupled: bool
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """torch.optim.Adam / AdamW (for-loop implementation) over ``len(grads)`` steps from
-    zero state: the parameter, exp_avg and exp_avg_sq after the last step."""
-    p = torch.nn.Parameter(t(param))
-    cls: Any = torch.optim.AdamW if decoupled else torch.optim.Adam
-    opt = cls([p], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=False)
-    for g in grads:
-        p.grad = t(g)
-        opt.step()
-    state = opt.state[p]
-    return n(p, "float32"), n(state["exp_avg"], "float32"), n(state["exp_avg_sq"], "float32")
-
-
 def adam_from_state(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray,
                     exp_avg_sq: np.ndarray, step: int, lr: float, betas: tuple[float, float],
                     eps: float, weight_decay: float, decoupled: bool

@@ -183,3 +183,20 @@ def layer_policy_run(spec: dict[str, Any], rules: dict[str, str],
             values[f"{name}.{p}"] = tensor.detach().numpy().astype(np.float32).astype(own)
     return {"seen": seen, "returned": returned, "param_dtypes": params,
             "param_values": values, "output_dtype": out}
+
+
+def layer_policy_params(spec: dict[str, Any], rules: dict[str, str]) -> dict[str, np.ndarray]:
+    """The parameters of ``probes.opt_levels.layer_policy_params``: each module casts its
+    own parameters (``parameters(recurse=False)``), once, from their float32 values, to its
+    level's dtype (O3: float16, else float32); a module nested in one at another level is
+    not cast by its ancestors."""
+    levels = resolved_levels(spec, rules)
+    model = _modules.build(LIB, spec)
+    for name, module in model.named_modules():
+        if levels[name] is None:
+            continue
+        dtype = torch.float16 if levels[name] == "O3" else torch.float32
+        for param in module.parameters(recurse=False):
+            param.data = param.data.to(dtype)
+    return {f"{name}.{p}": t.detach().numpy().copy() for name, module in model.named_modules()
+            for p, t in module.named_parameters(recurse=False)}

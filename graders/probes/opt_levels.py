@@ -264,3 +264,14 @@ class _TtLib:
     def tensor(self, value: Any) -> Any:
         return self._tt.tensor(np.asarray(value))
 
+
+
+@probe
+def layer_policy_params(tt: Any, spec: dict[str, Any], rules: dict[str, str]) -> dict[str, Any]:
+    """Apply ``rules`` to the model ``spec`` describes: every module's own parameters
+    (qualified name: values, in their dtype) afterwards."""
+    model = build(_TtLib(tt), spec)
+    modules = dict(model.named_modules())
+    tt.amp.apply_layer_policy(model, rules)
+    return {f"{name}.{p}": array(t) for name, m in modules.items()
+            for p, t in m._parameters.items() if t is not None}

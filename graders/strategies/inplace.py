@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ..suites._support import literal
+from ..checks.compare import literal
 from .programs import function_class, functions_source
 
 UNARY = ["sin", "exp", "square", "scale"]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ..suites._support import literal
+from ..checks.compare import literal
 
 SHAPES = [(), (1,), (3,), (2, 3)]
 UNARY = ("sin", "square", "exp", "sum", "sincos", "relu_mask", "positive", "zero")
@@ -50,14 +50,6 @@ def layout(program: dict[str, Any]) -> list[int]:
         first.append(at)
         at += len(outputs(op))
     return first
-
-
-def value_kinds(program: dict[str, Any]) -> list[str]:
-    """"float" or "int" for every value, leaves first."""
-    kinds = ["float"] * len(program["leaves"])
-    for op, *_ in program["ops"]:
-        kinds.extend(outputs(op))
-    return kinds
 
 
 @st.composite

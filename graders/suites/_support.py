@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
-import numpy as np
 import pytest
+
+# re-exported: the suites and the op and kernel tables import it from here
+from ..checks.compare import literal
+
+__all__ = ["PROFILES", "examples", "literal", "task"]
 
 task = pytest.mark.task
 
@@ -18,11 +21,3 @@ def examples(n: int) -> int:
     "thorough". "quick" has the default's settings, and the grader stops each test after
     the first third of these (``graders.runner.hypothesis_budget``)."""
     return int(n * PROFILES.get(os.environ.get("TINYTRAIN_GRADER_PROFILE", "default"), 1))
-
-
-def literal(value: Any) -> str:
-    """A Python literal for an array (for reproducer snippets)."""
-    array = np.asarray(value)
-    text = np.array2string(array, separator=", ", precision=17, floatmode="unique",
-                           threshold=10_000, max_line_width=10_000)
-    return text.replace("\n", "")

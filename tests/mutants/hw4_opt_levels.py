@@ -111,6 +111,15 @@ MUTANTS = [
         why="a per-layer O2 is accepted, though no optimizer will hold its master weights",
     ),
     Mutant(
+        id="layerwise-casts-descendants-too",
+        task="4.5",
+        file=LAYERWISE,
+        find="        for param in module.parameters(recurse=False):\n",
+        replace="        for param in module.parameters():\n",
+        why="each module casts its descendants' parameters too (parameters() recurses): a "
+            "float32 layer inside an O3 layer has its parameters rounded through float16",
+    ),
+    Mutant(
         id="layerwise-o0-under-outer-autocast",
         task="4.5",
         file=LAYERWISE,

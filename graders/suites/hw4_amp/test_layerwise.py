@@ -18,7 +18,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from graders.checks import assert_equal, assert_raises_like
+from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.structure import RAISED, Kind, conform, loose
 from graders.oracle import opt_levels as oracle
 from graders.strategies.opt_levels import names_in, policies
@@ -144,3 +144,35 @@ def test_a_layer_back_at_an_outer_level_is_wrapped(submission, outer):
         assert_equal(got["seen"].get(name), calls, case=case,
                      what=f"module {name or '(model)'}: [autocast on?, input dtype, "
                           "parameter dtype] seen in its forward")
+
+
+# An O3 layer around layers at other levels: casting each module's parameters with
+# parameters() (recurse=True) instead of parameters(recurse=False) rounds the inner
+# layers' float32 parameters through float16 before they are cast back.
+NESTED_RULES = (
+    {"GPT": "O3", "Block": "O1"},
+    {"GPT": "O3", "Embedding": "O0", "CausalSelfAttention": "O1"},
+    {"Block": "O3", "MLP": "O0", "Head": "O3"},
+)
+
+
+@task("4.5")
+def test_nested_layers_keep_their_own_parameters(submission):
+    """Each module casts its own parameters (recurse=False), once, from their float32
+    values: a layer inside an O3 layer but at O0 or O1 keeps its float32 values exactly
+    (torch: ``module.parameters(recurse=False)`` per module)."""
+    rng = case_rng(0, "4.5 nested levels")
+    for rules in NESTED_RULES:
+        tree = _gpt(lambda name, children=None: _block(
+            name, children, rng.uniform(-1, 1, 3).astype(np.float32)))
+        got = submission.call("opt_levels.layer_policy_params", tree, rules)
+        expected = oracle.layer_policy_params(tree, rules)
+        conform(got, loose(expected), what="opt_levels.layer_policy_params")
+        case = _case(tree, rules)
+        assert_equal(sorted(got), sorted(expected), case=case,
+                     what="parameters of the model after apply_layer_policy")
+        for name, want in expected.items():
+            assert_close(got[name], want, rtol=0, atol=0, case=case,
+                         what=f"parameter {name} after apply_layer_policy, with a layer "
+                              "nested inside one at another level (each module casts its "
+                              "own parameters: recurse=False)")

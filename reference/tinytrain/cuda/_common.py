@@ -139,11 +139,6 @@ def where(condition: np.ndarray, a: np.ndarray, b: np.ndarray, dtype: np.dtype) 
     return out
 
 
-def scalar_array(value: float, dtype: np.dtype) -> np.ndarray:
-    """A Python number as a 0-d array, to broadcast into an elementwise kernel."""
-    return np.array(value, dtype)
-
-
 def sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Sum ``grad`` over the dims that broadcasting added or stretched, back to ``shape``
     (a broadcast op's gradient), with ``sum_rows_kernel``."""
