@@ -23,6 +23,23 @@ MUTANTS = [
             "(child.parent = model) makes the walk endless (torch skips modules already seen)",
     ),
     Mutant(
+        id="named-modules-skips-empty-container",
+        task="5.1",
+        file="nn/module.py",
+        find="            if module is None:\n                continue\n            child_prefix",
+        replace="            if not module:\n                continue\n            child_prefix",
+        why="named_modules tests a child's truthiness: an empty Sequential/ModuleList "
+            "(len() == 0) is left out of named_modules, modules and the state_dict walk",
+    ),
+    Mutant(
+        id="named-buffers-always-recurse",
+        task="5.1",
+        file="nn/module.py",
+        find="        return self._named_members(lambda m: m._buffers.items(), prefix, recurse,",
+        replace="        return self._named_members(lambda m: m._buffers.items(), prefix, True,",
+        why="named_buffers(recurse=False) still lists the submodules' buffers",
+    ),
+    Mutant(
         id="train-one-level",
         task="5.1",
         file="nn/module.py",
