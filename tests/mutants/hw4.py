@@ -21,6 +21,25 @@ MUTANTS = [
             "scale can grow right after an overflow",
     ),
     Mutant(
+        id="scaler-inverse-scale-float64",
+        task="4.3",
+        file="amp/grad_scaler.py",
+        find="        inv_scale = Tensor((1.0 / self._scale.data.astype(np.float64)).astype(np.float32))",
+        replace="        inv_scale = Tensor(1.0 / self._scale.data.astype(np.float64))",
+        why="the inverse scale is left in float64: with a scale that is no power of two a "
+            "float32 gradient is rounded twice and a float64 one is not rounded to torch's "
+            "float32 inverse (torch: float32(1 / float64(scale)))",
+    ),
+    Mutant(
+        id="scaler-grows-in-float32",
+        task="4.3",
+        file="amp/grad_scaler.py",
+        find="                        grown = np.float32(float(_scale.data) * self._growth_factor)",
+        replace="                        grown = _scale.data * np.float32(self._growth_factor)",
+        why="the grown scale is a float32 product of the scale and float32(growth_factor): "
+            "one ulp off torch's float32(float64(scale) * growth_factor) for odd factors",
+    ),
+    Mutant(
         id="scaler-no-skip-on-overflow",
         task="4.3",
         file=SCALER,
