@@ -389,18 +389,20 @@ ALTERNATIVES = [
                 else:
                     _growth_tracker.data[...] = successful""",
         replace="""            if any(f.item() > 0 for f in found_infs):
-                _scale.data *= np.float32(self._backoff_factor)
+                _scale.data[...] = _scale.data.astype(np.float64) * self._backoff_factor
                 _growth_tracker.data[...] = 0
             else:
                 _growth_tracker.data += 1
                 if _growth_tracker.item() == self._growth_interval:
                     _growth_tracker.data[...] = 0
                     with np.errstate(over="ignore"):
-                        grown = _scale.data * np.float32(self._growth_factor)
+                        grown = (_scale.data.astype(np.float64)
+                                 * self._growth_factor).astype(np.float32)
                     if np.isfinite(grown):
                         _scale.data[...] = grown""",
-        why="the scale updated with float32 multiplies (torch multiplies in float64, then "
-            "rounds: at most an ulp apart) and the tracker counted in place",
+        why="the scale updated with NumPy float64 multiplies assigned into the float32 "
+            "tensor (one rounding, as torch) and the tracker counted in place (a float32 "
+            "multiply would be an ulp off torch: wrong variant scaler-grows-in-float32)",
     ),
     Mutant(
         id="scaler-float32-reciprocal",
