@@ -244,6 +244,24 @@ MUTANTS = [
     ),
     # ----- 5.4 Adam / AdamW --------------------------------------------------------------
     Mutant(
+        id="adam-skips-non-finite-gradients",
+        task="5.4",
+        file="optim/adam.py",
+        find="                grad = param._grad.data\n                if group[\"maximize\"]:",
+        replace="                grad = np.nan_to_num(param._grad.data, nan=0.0, posinf=0.0, neginf=0.0)\n"
+                "                if group[\"maximize\"]:",
+        why="Adam zeroes NaN/inf gradient entries instead of propagating them into the "
+            "moments and the parameter as torch does",
+    ),
+    Mutant(
+        id="amsgrad-max-ignores-nan",
+        task="5.4",
+        file="optim/adam.py",
+        find="                    np.maximum(state[\"max_exp_avg_sq\"].data, exp_avg_sq,",
+        replace="                    np.fmax(state[\"max_exp_avg_sq\"].data, exp_avg_sq,",
+        why="amsgrad's running maximum skips a NaN second moment (torch.maximum propagates it)",
+    ),
+    Mutant(
         id="adam-no-bias-correction",
         task="5.4",
         file="optim/adam.py",
