@@ -537,6 +537,15 @@ ALTERNATIVES = [
 MUTANTS += [
     # 5.8 Linear and Embedding
     Mutant(
+        id="embedding-backward-indices-memory-order",
+        task="5.8",
+        file="ops/layers.py",
+        find="        np.add.at(grad_weight, ctx.indices.reshape(-1), grad.reshape(-1, dim))",
+        replace="        np.add.at(grad_weight, ctx.indices.ravel(order=\"K\"), grad.reshape(-1, dim))",
+        why="the indices are flattened in memory order: a transposed (Fortran-ordered) "
+            "matrix of indices pairs its gradient rows with the wrong indices",
+    ),
+    Mutant(
         id="linear-init-relu-gain",
         task="5.8",
         file="nn/layers.py",
