@@ -361,6 +361,24 @@ MUTANTS = [
         why="random_split gives the whole remainder to the last split, not round robin",
     ),
     Mutant(
+        id="split-fractions-close-to-one",
+        task="5.6",
+        file="data/dataset.py",
+        find="    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:",
+        replace="    if math.isclose(sum(lengths), 1):",
+        why="fractions whose float sum is just above 1 ([0.05] * 20: 1.0000000000000002) "
+            "are split as fractions (torch takes them as lengths and raises ValueError)",
+    ),
+    Mutant(
+        id="split-fractions-rounded",
+        task="5.6",
+        file="data/dataset.py",
+        find="            sizes.append(math.floor(n * frac))",
+        replace="            sizes.append(round(n * frac))",
+        why="each fraction's share is rounded instead of floored, so the round-robin "
+            "remainder goes elsewhere (or the sizes overshoot n)",
+    ),
+    Mutant(
         id="collate-floats-as-float32",
         task="5.6",
         file="data/dataloader.py",
