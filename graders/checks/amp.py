@@ -9,14 +9,17 @@ import numpy as np
 
 from .compare import assert_close, assert_equal, literal
 
-# The scale is a float32 number whose size varies over many orders of magnitude (1e-6 after
-# repeated backoffs, 1e38 near the top): compared relatively, at float32's rtol. A scale
-# updated with a float32 multiply instead of torch's float64 one stays within it.
-SCALE_RTOL = 1.3e-6
-# Gradients and parameters, float64 ones included, at float32's tolerance: unscaling
-# multiplies by a float32 inverse scale (subnormal, so coarser still, above 8.5e37), so a
-# float64 gradient is only float32-accurate, and a scale one float32 ulp off torch's
-# moves it by ~1e-7 relative, more than float64's rtol.
+# The scale is a float32 number: torch computes every update in float64 and rounds it once
+# (float32(float64(scale) * factor), checked in torch 2.13 on CPU), so it is compared
+# exactly: a scale grown or backed off with a float32 multiply is one ulp off for about half
+# of the non-power-of-two factors.
+SCALE_RTOL = 0.0
+# The unscaled gradients are exact too: torch multiplies each gradient by the float32
+# inverse scale float32(1 / float64(scale)) (a float64 gradient by that float32 value), one
+# rounding in the gradient's dtype; an inverse scale left in float64 rounds a float32
+# gradient twice and a float64 one not at all.
+UNSCALE_TOL = {"rtol": 0.0, "atol": 0.0}
+# Parameters at float32's tolerance: the optimizers' own arithmetic is graded elsewhere.
 FLOAT32_TOL = {"rtol": 1.3e-6, "atol": 1e-5}
 
 
@@ -122,13 +125,16 @@ def _check_iteration(g: dict[str, Any], e: dict[str, Any], where: str, case: str
         if eo["unscaled_early"] is not None:
             for i, (gg, eg) in enumerate(zip(go["unscaled_early"], eo["unscaled_early"],
                                              strict=True)):
-                close(gg, eg, f"opt{o}: grad #{i} after scaler.unscale_(opt{o})", **FLOAT32_TOL)
+                close(gg, eg, f"opt{o}: grad #{i} after scaler.unscale_(opt{o}) (bit-exact, with "
+                      "the run's scale and factors)", **UNSCALE_TOL)
         for i, (gg, eg) in enumerate(zip(go["grads"], eo["grads"], strict=True)):
-            close(gg, eg, f"opt{o}: grad #{i} after scaler.step(opt{o}) (unscaled)",
-                  **FLOAT32_TOL)
+            close(gg, eg, f"opt{o}: grad #{i} after scaler.step(opt{o}) (unscaled, bit-exact "
+                          "with the run's scale and factors)", **UNSCALE_TOL)
     close(g["loss"], e["loss"], "value of scaler.scale(loss)")
     close(np.asarray(g["scale"], dtype=np.float64), np.asarray(e["scale"], dtype=np.float64),
-          "scaler.get_scale() after update()", rtol=SCALE_RTOL, atol=0.0)
+          "scaler.get_scale() after update() (bit-exact: torch rounds float64(scale) * "
+          "factor to float32 once, for any init_scale, growth_factor and backoff_factor)",
+          rtol=SCALE_RTOL, atol=0.0)
     equal(g["tracker"], e["tracker"],
           "growth tracker after update() (scaler._get_growth_tracker(): clean steps in a "
           "row since the last growth or overflow)")

@@ -94,6 +94,11 @@ def assert_run_matches(got: list[list[Any]], expected: list[list[Any]], run: dic
     if any("options" in g for g in run["groups"]):
         case += "; group options " + "; ".join(
             f"group {i}: {g.get('options', 'defaults')}" for i, g in enumerate(run["groups"]))
+    special = [(k + 1, i) for k, step in enumerate(run["grads"]) for i, g in enumerate(step)
+               if g is not None and not np.all(np.isfinite(g))]
+    if special:
+        case += "; with a NaN gradient entry (step, parameter #): " + ", ".join(
+            f"({k}, {i})" for k, i in special)
     repro = reproducer(run)
     assert_equal(len(got), len(expected), what="number of steps recorded")
     for k, (got_step, exp_step) in enumerate(zip(got, expected, strict=True)):

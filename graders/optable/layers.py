@@ -7,22 +7,27 @@ import numpy as np
 import torch.nn.functional as F  # noqa: N812 - the usual name
 
 from ..strategies.layers import spread_rows
-from ..strategies.ops import Draw, Sample
+from ..strategies.ops import Draw, Sample, layouts_for
 from .spec import ErrorCase, OpInfo
 
 _F = "tt.nn.functional"
 
 
 def _embedding_sample(d: Draw, dtype: np.dtype) -> Sample:
-    """A table (num, dim) and integer indices of any shape (0-d and empty included),
-    repeated on purpose (their gradients must add up); int64 or int32; sometimes a
-    padding_idx (maybe negative)."""
+    """A table (num, dim) and integer indices of any shape (0-d and empty included; half
+    the time a non-contiguous matrix), repeated on purpose (their gradients must add up);
+    int64 or int32; sometimes a padding_idx (maybe negative)."""
     num, dim = d.integer(1, 5), d.integer(1, 4)
-    shape = d.shape(0, 2, max_side=5, empty=True)
+    # half the time a matrix of indices in a drawn non-contiguous layout (the layout axis
+    # on the index argument: the gradient rows pair with the indices in logical order)
+    matrix = d.flag()
+    shape = (d.integer(2, 4), d.integer(2, 4)) if matrix else d.shape(0, 2, max_side=5,
+                                                                       empty=True)
     indices = d.rng.integers(0, num, shape).astype(d.pick([np.int64, np.int32]))
+    layout = d.pick(layouts_for(shape)[1:]) if matrix else None
     kwargs = {"padding_idx": d.integer(-num, num - 1)} if d.flag() else {}
-    return Sample((d.tensor(indices, grad=False), d.tensor(d.uniform((num, dim), dtype))),
-                  kwargs)
+    return Sample((d.tensor(indices, grad=False, layout=layout),
+                   d.tensor(d.uniform((num, dim), dtype))), kwargs)
 
 
 def _embedding_out_of_range(d: Draw, dtype: np.dtype) -> Sample:

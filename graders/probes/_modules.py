@@ -109,11 +109,23 @@ def structure(lib: Any, spec: dict[str, Any]) -> dict[str, Any]:
         "named_parameters(prefix='model')": _names(model.named_parameters(prefix="model")),
         "len(list(parameters()))": len(list(model.parameters())),
         "named_buffers": _names(model.named_buffers()),
+        "named_buffers(remove_duplicate=False)":
+            _names(model.named_buffers(remove_duplicate=False)),
+        "named_buffers(recurse=False)": _names(model.named_buffers(recurse=False)),
+        "named_buffers(prefix='model')": _names(model.named_buffers(prefix="model")),
+        "len(list(buffers()))": len(list(model.buffers())),
+        "len(list(buffers(recurse=False)))": len(list(model.buffers(recurse=False))),
+        "len(list(parameters(recurse=False)))": len(list(model.parameters(recurse=False))),
         "named_modules": _names(model.named_modules()),
+        "named_modules(prefix='model')": _names(model.named_modules(prefix="model")),
+        "named_modules(prefix='model', remove_duplicate=False)":
+            _names(model.named_modules(prefix="model", remove_duplicate=False)),
         "named_modules(remove_duplicate=False)":
             _names(model.named_modules(remove_duplicate=False)),
         "named_children": _names(model.named_children()),
+        "len(list(children()))": len(list(model.children())),
         "len(list(modules()))": len(list(model.modules())),
+        "state_dict(prefix='model.')": list(model.state_dict(prefix="model.").keys()),
     }
 
 

@@ -1,9 +1,10 @@
 """Optimizer runs: hyperparameters, parameter groups and gradient sequences.
 
 Values are float32, or float64 in half the random runs (the optimizer state must follow
-the parameters' dtype). Gradient entries stay within [-10, 10] and parameters within
-[-30, 30], so the rounding differences between a NumPy implementation and torch's
-kernels stay far below the comparison tolerance (see the optimizer tests).
+the parameters' dtype). Gradient entries stay within [-10, 10] (but for a NaN entry now
+and then: the values axis) and parameters within [-30, 30], so the rounding differences
+between a NumPy implementation and torch's kernels stay far below the comparison
+tolerance (see the optimizer tests).
 """
 
 from __future__ import annotations
@@ -89,18 +90,36 @@ def runs(draw: Any, kind: str, max_steps: int = 6) -> dict[str, Any]:
     grad_scale = 10 ** rng.uniform(-2, 0.5)
     grads = [[None if rng.random() < 0.15 else _array(rng, s, grad_scale) for s in shapes]
              for _ in range(draw(st.integers(1, max_steps)))]
+    # the values axis: now and then one gradient entry is NaN at a drawn step (torch
+    # propagates it into the state and the parameter; max_exp_avg_sq too). Infinities are
+    # left out: after one, Adam's moments are inf in the textbook form and NaN in torch's
+    # lerp form (both correct), and the parameter is NaN either way.
+    if draw(st.integers(0, 3)) == 0:
+        k = draw(st.integers(0, len(grads) - 1))
+        present = [i for i, g in enumerate(grads[k]) if g is not None]
+        if present:
+            i = draw(st.sampled_from(present))
+            special = grads[k][i].copy()
+            flat = special.reshape(-1)
+            flat[draw(st.integers(0, flat.size - 1))] = np.nan
+            grads[k][i] = special
     if draw(st.booleans()):  # float64 parameters and gradients
         groups = [{**g, "params": [p.astype(np.float64) for p in g["params"]]} for g in groups]
         grads = [[None if g is None else g.astype(np.float64) for g in step] for step in grads]
     return {"kind": kind, "options": options, "groups": groups, "grads": grads}
 
 
-def fixed_run(kind: str, options: dict[str, Any], steps: int = 5, seed: int = 0) -> dict[str, Any]:
+def fixed_run(kind: str, options: dict[str, Any], steps: int = 5, seed: int = 0,
+              special: float | None = None) -> dict[str, Any]:
     """A run with two parameters, its values drawn from the grading seed (``seed`` at
-    grading seed 0); the second parameter has no gradient at step 2."""
+    grading seed 0); the second parameter has no gradient at step 2. ``special`` (NaN or
+    an infinity): the second entry of the second parameter's gradient at step 2 (after a
+    finite first step, so a state that ignored it would still hold finite values)."""
     rng = case_rng(seed, "optim fixed_run", kind, sorted(options.items()), steps)
     shapes = [(3,), (2, 3)]
     grads = [[_array(rng, s, 1.0) for s in shapes] for _ in range(steps)]
     grads[min(2, steps - 1)][1] = None
+    if special is not None:
+        grads[min(1, steps - 1)][1].reshape(-1)[1] = special
     return {"kind": kind, "options": options,
             "groups": [{"params": [_array(rng, s, 1.0) for s in shapes]}], "grads": grads}

@@ -21,6 +21,25 @@ MUTANTS = [
             "scale can grow right after an overflow",
     ),
     Mutant(
+        id="scaler-inverse-scale-float64",
+        task="4.3",
+        file="amp/grad_scaler.py",
+        find="        inv_scale = Tensor((1.0 / self._scale.data.astype(np.float64)).astype(np.float32))",
+        replace="        inv_scale = Tensor(1.0 / self._scale.data.astype(np.float64))",
+        why="the inverse scale is left in float64: with a scale that is no power of two a "
+            "float32 gradient is rounded twice and a float64 one is not rounded to torch's "
+            "float32 inverse (torch: float32(1 / float64(scale)))",
+    ),
+    Mutant(
+        id="scaler-grows-in-float32",
+        task="4.3",
+        file="amp/grad_scaler.py",
+        find="                        grown = np.float32(float(_scale.data) * self._growth_factor)",
+        replace="                        grown = _scale.data * np.float32(self._growth_factor)",
+        why="the grown scale is a float32 product of the scale and float32(growth_factor): "
+            "one ulp off torch's float32(float64(scale) * growth_factor) for odd factors",
+    ),
+    Mutant(
         id="scaler-no-skip-on-overflow",
         task="4.3",
         file=SCALER,
@@ -370,18 +389,20 @@ ALTERNATIVES = [
                 else:
                     _growth_tracker.data[...] = successful""",
         replace="""            if any(f.item() > 0 for f in found_infs):
-                _scale.data *= np.float32(self._backoff_factor)
+                _scale.data[...] = _scale.data.astype(np.float64) * self._backoff_factor
                 _growth_tracker.data[...] = 0
             else:
                 _growth_tracker.data += 1
                 if _growth_tracker.item() == self._growth_interval:
                     _growth_tracker.data[...] = 0
                     with np.errstate(over="ignore"):
-                        grown = _scale.data * np.float32(self._growth_factor)
+                        grown = (_scale.data.astype(np.float64)
+                                 * self._growth_factor).astype(np.float32)
                     if np.isfinite(grown):
                         _scale.data[...] = grown""",
-        why="the scale updated with float32 multiplies (torch multiplies in float64, then "
-            "rounds: at most an ulp apart) and the tracker counted in place",
+        why="the scale updated with NumPy float64 multiplies assigned into the float32 "
+            "tensor (one rounding, as torch) and the tracker counted in place (a float32 "
+            "multiply would be an ulp off torch: wrong variant scaler-grows-in-float32)",
     ),
     Mutant(
         id="scaler-float32-reciprocal",

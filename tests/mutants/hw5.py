@@ -23,6 +23,23 @@ MUTANTS = [
             "(child.parent = model) makes the walk endless (torch skips modules already seen)",
     ),
     Mutant(
+        id="named-modules-skips-empty-container",
+        task="5.1",
+        file="nn/module.py",
+        find="            if module is None:\n                continue\n            child_prefix",
+        replace="            if not module:\n                continue\n            child_prefix",
+        why="named_modules tests a child's truthiness: an empty Sequential/ModuleList "
+            "(len() == 0) is left out of named_modules, modules and the state_dict walk",
+    ),
+    Mutant(
+        id="named-buffers-always-recurse",
+        task="5.1",
+        file="nn/module.py",
+        find="        return self._named_members(lambda m: m._buffers.items(), prefix, recurse,",
+        replace="        return self._named_members(lambda m: m._buffers.items(), prefix, True,",
+        why="named_buffers(recurse=False) still lists the submodules' buffers",
+    ),
+    Mutant(
         id="train-one-level",
         task="5.1",
         file="nn/module.py",
@@ -227,6 +244,24 @@ MUTANTS = [
     ),
     # ----- 5.4 Adam / AdamW --------------------------------------------------------------
     Mutant(
+        id="adam-skips-non-finite-gradients",
+        task="5.4",
+        file="optim/adam.py",
+        find="                grad = param._grad.data\n                if group[\"maximize\"]:",
+        replace="                grad = np.nan_to_num(param._grad.data, nan=0.0, posinf=0.0, neginf=0.0)\n"
+                "                if group[\"maximize\"]:",
+        why="Adam zeroes NaN/inf gradient entries instead of propagating them into the "
+            "moments and the parameter as torch does",
+    ),
+    Mutant(
+        id="amsgrad-max-ignores-nan",
+        task="5.4",
+        file="optim/adam.py",
+        find="                    np.maximum(state[\"max_exp_avg_sq\"].data, exp_avg_sq,",
+        replace="                    np.fmax(state[\"max_exp_avg_sq\"].data, exp_avg_sq,",
+        why="amsgrad's running maximum skips a NaN second moment (torch.maximum propagates it)",
+    ),
+    Mutant(
         id="adam-no-bias-correction",
         task="5.4",
         file="optim/adam.py",
@@ -324,6 +359,24 @@ MUTANTS = [
         find="            sizes[i % len(sizes)] += 1",
         replace="            sizes[-1] += 1",
         why="random_split gives the whole remainder to the last split, not round robin",
+    ),
+    Mutant(
+        id="split-fractions-close-to-one",
+        task="5.6",
+        file="data/dataset.py",
+        find="    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:",
+        replace="    if math.isclose(sum(lengths), 1):",
+        why="fractions whose float sum is just above 1 ([0.05] * 20: 1.0000000000000002) "
+            "are split as fractions (torch takes them as lengths and raises ValueError)",
+    ),
+    Mutant(
+        id="split-fractions-rounded",
+        task="5.6",
+        file="data/dataset.py",
+        find="            sizes.append(math.floor(n * frac))",
+        replace="            sizes.append(round(n * frac))",
+        why="each fraction's share is rounded instead of floored, so the round-robin "
+            "remainder goes elsewhere (or the sizes overshoot n)",
     ),
     Mutant(
         id="collate-floats-as-float32",
@@ -501,6 +554,15 @@ ALTERNATIVES = [
 # ----- the layers, attention, GPT (tasks 5.8-5.14) --------------------------------------
 MUTANTS += [
     # 5.8 Linear and Embedding
+    Mutant(
+        id="embedding-backward-indices-memory-order",
+        task="5.8",
+        file="ops/layers.py",
+        find="        np.add.at(grad_weight, ctx.indices.reshape(-1), grad.reshape(-1, dim))",
+        replace="        np.add.at(grad_weight, ctx.indices.ravel(order=\"K\"), grad.reshape(-1, dim))",
+        why="the indices are flattened in memory order: a transposed (Fortran-ordered) "
+            "matrix of indices pairs its gradient rows with the wrong indices",
+    ),
     Mutant(
         id="linear-init-relu-gain",
         task="5.8",

@@ -39,6 +39,20 @@ def test_adam_feature(submission, name):
     _check(submission, fixed_run(kind, options))
 
 
+SPECIAL_CASES = ["Adam defaults", "Adam amsgrad", "AdamW amsgrad", "Adam maximize"]
+
+
+@task("5.4")
+@pytest.mark.parametrize("name", SPECIAL_CASES)
+def test_adam_nan_gradient(submission, name):
+    """The values axis: one gradient entry NaN at step 2 of five; torch propagates it into
+    exp_avg, exp_avg_sq, max_exp_avg_sq (torch.maximum keeps NaN) and the parameter.
+    (An infinite entry is not graded here: the moments after it are inf in the textbook
+    form and NaN in torch's lerp, both reasonable; the parameter is NaN either way.)"""
+    kind, options = CASES[name]
+    _check(submission, fixed_run(kind, options, special=float("nan")))
+
+
 @task("5.4")
 @settings(max_examples=examples(30))
 @given(run=runs("Adam"))

@@ -5,6 +5,7 @@ and splitting need not reproduce torch's random stream, so their properties are 
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -140,10 +141,25 @@ def test_shuffle_is_a_seeded_permutation(submission, n, batch_size, drop_last, s
 SUBSET = {"len": Kind(int), "indices": ListOf(Kind(int)), "items": ListOf(Kind(int))}
 
 
+@st.composite
+def _drawn_fractions(draw):
+    """Fractions along the values axis: sixteenths (zeros and 1.0 included) that add up
+    to 1 exactly, or k equal parts 1/k (summing to 1 within isclose, maybe just below:
+    [0.1] * 10 is 0.9999999999999999), so floor(n * fraction) and the round-robin
+    remainder (from the first split) vary."""
+    if draw(st.booleans()):  # (1/9 * 9 adds up above 1: lengths for torch, an error)
+        k = draw(st.sampled_from([k for k in range(1, 11) if sum([1 / k] * k) <= 1]))
+        return [1 / k] * k
+    cuts = sorted(draw(st.lists(st.integers(0, 16), min_size=0, max_size=4)))
+    edges = [0, *cuts, 16]
+    return [(b - a) / 16 for a, b in itertools.pairwise(edges)]
+
+
 def _lengths():
     fractions = st.sampled_from([[0.8, 0.1, 0.1], [0.5, 0.5], [0.7, 0.2, 0.1], [0.25] * 4,
-                                 [1.0], [0.6, 0.4]])
-    return st.one_of(fractions, st.lists(st.integers(0, 8), min_size=1, max_size=4))
+                                 [1.0], [0.6, 0.4], [0.1] * 10, [0.3, 0.3, 0.4]])
+    return st.one_of(fractions, _drawn_fractions(),
+                     st.lists(st.integers(0, 8), min_size=1, max_size=4))
 
 
 @task("5.6")
@@ -202,8 +218,9 @@ def _torch_split_error(n, lengths):
 
 @task("5.6")
 def test_random_split_errors(submission):
-    """Lengths that do not add up to the dataset size, and fractions that add up to 1 but
-    one of which is outside [0, 1], are refused with torch's ValueError."""
+    """Lengths that do not add up to the dataset size, fractions that add up to 1 but
+    one of which is outside [0, 1], and fractions whose float sum is just above 1, are
+    refused with torch's ValueError."""
     size, short, long = 10, [3, 3], [5, 6]
     if grading_seed():  # another size, lengths summing to less and to more than it
         rng = case_rng(0, "5.6 split errors")
@@ -211,8 +228,10 @@ def test_random_split_errors(submission):
         a = int(rng.integers(1, size - 1))
         short = [a, int(rng.integers(0, size - a))]
         long = [a, size - a + int(rng.integers(1, 5))]
+    # [0.05] * 20 adds up to 1.0000000000000002: close to 1 but above it, so torch takes
+    # them as lengths (which then do not add up to n)
     for n, lengths in ((size, short), (size, long), (size, [0.5, 0.4]), (size, [1.5, -0.5]),
-                       (size, [-0.5, 1.5]), (size, [0.5, 1.2, -0.7])):
+                       (size, [-0.5, 1.5]), (size, [0.5, 1.2, -0.7]), (size, [0.05] * 20)):
         got = submission.call("data.split_errors", n, lengths)
         conform(got, RAISED, what="data.split_errors")
         assert_raises_like(got, "ValueError",
