@@ -98,6 +98,33 @@ def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @probe
+def block_options(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec``: world, kind (mlp, attention), cfg, weights, options (keywords of
+    ParallelMLP / ParallelCausalSelfAttention, e.g. sequence_parallel). Each rank builds the
+    full block and its parallel version (no forward): for every tensor-parallel Linear
+    inside it (by name), its class and the options it was built with."""
+    tp = tt.distributed.tensor_parallel
+    make = tp.ParallelMLP if spec["kind"] == "mlp" else tp.ParallelCausalSelfAttention
+    classes = {"ColumnParallelLinear": tp.ColumnParallelLinear,
+               "RowParallelLinear": tp.RowParallelLinear}
+
+    def rank_main(rank: int) -> dict[str, Any]:
+        full = _full_layer(tt, spec["kind"], spec["cfg"], spec["weights"])
+        block = make(full, **spec["options"])
+        found = {}
+        for name, module in block.named_modules():
+            kind = next((k for k, c in classes.items() if isinstance(module, c)), None)
+            if kind is not None:
+                found[name] = {"class": kind,
+                               "sequence_parallel": bool(getattr(module, "sequence_parallel",
+                                                                 None))}
+        return {"layers": found}
+
+    results, trace = run_world(tt, spec["world"], rank_main)
+    return {"ranks": results, "trace": trace}
+
+
+@probe
 def cross_entropy(tt: Any, world: int, logits: list[np.ndarray], target: np.ndarray,
                   grad_output: np.ndarray) -> dict[str, Any]:
     """Each rank: vocab_parallel_cross_entropy(its logits, target), backward with

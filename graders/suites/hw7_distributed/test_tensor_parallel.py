@@ -252,3 +252,41 @@ def test_linear_layers_as_processes_match_the_full_layer(submission, case, world
             assert_close(result["grads"][name], oracle.local_part(case.kind, name, full, world, rank),
                          what=f"rank {rank}: {name}.grad (this rank's part of the full layer's "
                               "gradient)", case=what)
+
+
+BLOCK_CASES = [pytest.param(kind, sequence_parallel, id=f"{kind}-sequence_parallel="
+                            f"{sequence_parallel}")
+               for kind in ("mlp", "attention") for sequence_parallel in (False, True)]
+
+
+@task("7.3")
+@pytest.mark.parametrize(("kind", "sequence_parallel"), BLOCK_CASES)
+def test_block_passes_its_options_to_its_layers(submission, kind, sequence_parallel):
+    """The options axis of the parallel blocks: ParallelMLP(mlp, sequence_parallel=...) and
+    ParallelCausalSelfAttention(attn, sequence_parallel=...) build a column-parallel and a
+    row-parallel Linear, each with the block's sequence_parallel (Megatron's blocks pass it
+    to both; the Linear layers keep it as ``sequence_parallel``), for True and for False."""
+    world = 2
+    case = next(c for c in LAYERS if c.kind == kind)
+    spec = {"world": world, "kind": kind, "cfg": case.cfg,
+            "weights": _weights(case, case_rng(world, "7.3 block options", kind)),
+            "options": {"sequence_parallel": sequence_parallel}}
+    got = submission.call("distributed_tp.block_options", spec)
+    assert_conforms(got, {"ranks": [{"layers": None}] * world, "trace": [None] * world},
+                    what="distributed_tp.block_options")
+    block = "ParallelMLP" if kind == "mlp" else "ParallelCausalSelfAttention"
+    what = (f"{world} ranks, tt.distributed.tensor_parallel.{block}(<full {kind} "
+            f"{case.cfg}>, sequence_parallel={sequence_parallel}) [the options axis: "
+            f"sequence_parallel={sequence_parallel}]")
+    for rank, result in enumerate(got["ranks"]):
+        layers = result["layers"]
+        assert isinstance(layers, dict), f"rank {rank}: no layers observed\n  case: {what}"
+        kinds = sorted(layer.get("class") for layer in layers.values()
+                       if isinstance(layer, dict))
+        assert_equal(kinds, ["ColumnParallelLinear", "RowParallelLinear"],
+                     what=f"rank {rank}: the tensor-parallel Linear layers inside the block",
+                     case=what)
+        for name, layer in layers.items():
+            assert_equal(layer.get("sequence_parallel"), sequence_parallel,
+                         what=f"rank {rank}: {name}.sequence_parallel (the block's "
+                              f"sequence_parallel={sequence_parallel} passed on)", case=what)
