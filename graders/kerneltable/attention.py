@@ -271,7 +271,7 @@ SM_SCALES = (None, 0.0, 0.125, 0.25)
 
 def _scale_option(v: Values) -> tuple[dict[str, Any], float, str]:
     """The sm_scale keyword drawn (absent for None), the scale it means and its words."""
-    sm_scale = v.pick(SM_SCALES)
+    sm_scale = v.option(SM_SCALES)
     if sm_scale is None:
         return {}, 0.25, "sm_scale default"
     return {"sm_scale": sm_scale}, sm_scale, f"sm_scale={sm_scale!r}"

@@ -321,6 +321,16 @@ MUTANTS += [
         why="the forward wrapper passes q's strides for k and v too, whatever their layout",
     ),
     Mutant(
+        id="cuda-attention-backward-zero-scale-as-default",
+        task="6.5",
+        file="cuda/attention.py",
+        find="    lse = np.ascontiguousarray(lse, np.float32).reshape(z * h, t)\n",
+        replace="    scale = scale or 1.0 / math.sqrt(d)\n"
+                "    lse = np.ascontiguousarray(lse, np.float32).reshape(z * h, t)\n",
+        why="the backward wrapper takes sm_scale=0.0 for the default 1/sqrt(head_dim) "
+            "(truthiness for None): wrong gradients for an explicit zero scale",
+    ),
+    Mutant(
         id="cuda-adam-wrapper-no-contiguity-check",
         task="6.6",
         file="cuda/adam.py",
