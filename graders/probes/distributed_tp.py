@@ -57,17 +57,20 @@ def _full_layer(tt: Any, kind: str, cfg: dict[str, Any], weights: dict[str, np.n
     return module
 
 
-def _parallel(tt: Any, kind: str, full: Any, options: dict[str, Any]) -> Any:
+def _parallel(tt: Any, kind: str, full: Any, options: dict[str, Any], group: Any = None) -> Any:
     tp = tt.distributed.tensor_parallel
+    on = {} if group is None else {"group": group}
     if kind == "column":
-        return tp.ColumnParallelLinear(full, gather_output=options.get("gather_output", False))
+        return tp.ColumnParallelLinear(full, gather_output=options.get("gather_output", False),
+                                       **on)
     if kind == "row":
-        return tp.RowParallelLinear(full, input_is_parallel=options.get("input_is_parallel", True))
+        return tp.RowParallelLinear(full, input_is_parallel=options.get("input_is_parallel", True),
+                                    **on)
     if kind == "embedding":
-        return tp.VocabParallelEmbedding(full)
+        return tp.VocabParallelEmbedding(full, **on)
     if kind == "mlp":
-        return tp.ParallelMLP(full)
-    return tp.ParallelCausalSelfAttention(full)
+        return tp.ParallelMLP(full, **on)
+    return tp.ParallelCausalSelfAttention(full, **on)
 
 
 @probe
@@ -76,12 +79,18 @@ def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     full layer's), options, and per rank its input and output gradient. Each rank builds
     the full layer, its parallel version, runs forward and backward: the output, the
     input's gradient (None for indices) and the parallel layer's parameters' gradients by
-    name."""
+    name. Optionally ``groups`` (lists of ranks, made with new_group on every rank in this
+    order): each rank's layer is built on the group it is in (``group=``)."""
     kind = spec["kind"]
+    dist = tt.distributed
 
     def rank_main(rank: int) -> dict[str, Any]:
+        group = None
+        if spec.get("groups") is not None:
+            made = [dist.new_group(list(g)) for g in spec["groups"]]
+            group = next(m for m, g in zip(made, spec["groups"], strict=True) if rank in g)
         full = _full_layer(tt, kind, spec["cfg"], spec["weights"])
-        part = _parallel(tt, kind, full, spec.get("options", {}))
+        part = _parallel(tt, kind, full, spec.get("options", {}), group)
         x = tt.tensor(spec["inputs"][rank])
         if kind != "embedding":
             x.requires_grad_(True)

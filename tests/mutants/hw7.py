@@ -189,6 +189,16 @@ MUTANTS = [
             "sequence",
     ),
     Mutant(
+        id="tp-row-reduces-over-the-world",
+        task="7.3",
+        file="distributed/tensor_parallel/layers.py",
+        find="            y = reduce_from_tensor_model_parallel_region(partial, self.group)",
+        replace="            y = reduce_from_tensor_model_parallel_region(partial)",
+        why="a row-parallel Linear that sums its partial results over the default group (the "
+            "world), not its tensor-parallel group (a dropped group argument): right only "
+            "when the group is the world",
+    ),
+    Mutant(
         id="tp-heads-split-contiguously",
         task="7.3",
         file="distributed/tensor_parallel/transformer.py",

@@ -290,3 +290,63 @@ def test_block_passes_its_options_to_its_layers(submission, kind, sequence_paral
             assert_equal(layer.get("sequence_parallel"), sequence_parallel,
                          what=f"rank {rank}: {name}.sequence_parallel (the block's "
                               f"sequence_parallel={sequence_parallel} passed on)", case=what)
+
+
+# the group axis: world 4 cut into two tensor-parallel groups whose ranks are not their
+# global ranks (rank 2 is the second of [0, 2], rank 1 the first of [1, 3])
+SUB_GROUPS = [[0, 2], [1, 3]]
+SUB_GROUP_CASES = [pytest.param(case, id=f"{case.name}-groups{SUB_GROUPS}") for case in LAYERS]
+
+
+@task("7.3")
+@pytest.mark.parametrize("case", SUB_GROUP_CASES)
+def test_layer_on_a_sub_group(submission, case):
+    """The group axis: every tensor-parallel layer built with group= a sub-group of 4 ranks
+    ([0, 2] and [1, 3], each group its own input): each rank's output, input gradient and
+    parameter gradients are its group's full layer's, or its part by its rank in the group
+    (not its global rank), with the group's collectives only."""
+    world, size = 4, len(SUB_GROUPS[0])
+    spec, _ = prepare(case, size)
+    rng = case_rng(world, "7.3 sub-group", case.name)
+    d_in, d_out = _width(case)
+    inputs, grads, expected = [None] * world, [None] * world, []
+    for members in SUB_GROUPS:
+        if case.kind == "embedding":
+            x = rng.integers(0, case.cfg["num"], (BATCH, STEPS))
+        else:
+            x = rng.uniform(-1, 1, (BATCH, STEPS, d_in))
+        g = rng.uniform(-1, 1, (BATCH, STEPS, d_out))
+        run_ = oracle.layer_run(case.kind, case.cfg, spec["weights"], x, g)
+        expected.append(run_)
+        for place, rank in enumerate(members):
+            row_part = case.kind == "row" and case.options.get("input_is_parallel")
+            column_part = case.kind == "column" and not case.options.get("gather_output")
+            inputs[rank] = oracle.split(x, size, place, -1) if row_part else x
+            grads[rank] = oracle.split(g, size, place, -1) if column_part else g
+    spec = {**spec, "world": world, "groups": SUB_GROUPS, "inputs": inputs,
+            "grad_outputs": grads}
+    got = run(submission, spec)
+    what = describe(case, size).replace(f"{size} ranks", f"{world} ranks in the groups "
+                                        f"{SUB_GROUPS}, group=<its group>") + \
+        " [the group axis: on a sub-group]"
+    n_embd = case.cfg.get("n_embd", 0)
+    column_part = case.kind == "column" and not case.options.get("gather_output")
+    row_part = case.kind == "row" and case.options.get("input_is_parallel")
+    for index, members in enumerate(SUB_GROUPS):
+        want = expected[index]
+        for place, rank in enumerate(members):
+            result = got["ranks"][rank]
+            label = f"rank {rank} ({place} of group {members})"
+            output = oracle.split(want["output"], size, place, -1) if column_part \
+                else want["output"]
+            assert_close(result["output"], output, what=f"{label}: the output", case=what)
+            if case.kind != "embedding":
+                input_grad = oracle.split(want["input_grad"], size, place, -1) if row_part \
+                    else want["input_grad"]
+                assert_close(result["input_grad"], input_grad,
+                             what=f"{label}: the input's gradient", case=what)
+            for name, full in want["grads"].items():
+                assert_close(result["grads"][name],
+                             oracle.local_part(case.kind, name, full, size, place, n_embd),
+                             what=f"{label}: {name}.grad (its part of its group's full "
+                                  "layer's gradient)", case=what)
