@@ -134,18 +134,25 @@ def block_options(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @probe
-def cross_entropy(tt: Any, world: int, logits: list[np.ndarray], target: np.ndarray,
-                  grad_output: np.ndarray) -> dict[str, Any]:
+def cross_entropy(tt: Any, world: int, logits: list[np.ndarray], target: Any,
+                  grad_output: Any, groups: list[list[int]] | None = None) -> dict[str, Any]:
     """Each rank: vocab_parallel_cross_entropy(its logits, target), backward with
-    ``grad_output``: the per-token losses and the logits' gradient."""
+    ``grad_output``: the per-token losses and the logits' gradient. With ``groups`` (lists
+    of ranks, made with new_group on every rank): over the group the rank is in
+    (``group=``), ``target`` and ``grad_output`` one per group."""
     dist = tt.distributed
 
     def rank_main(rank: int) -> dict[str, Any]:
+        on, tgt, g = {}, target, grad_output
+        if groups is not None:
+            made = [dist.new_group(list(m)) for m in groups]
+            index = next(i for i, m in enumerate(groups) if rank in m)
+            on, tgt, g = {"group": made[index]}, target[index], grad_output[index]
         x = tt.tensor(logits[rank]).requires_grad_(True)
         mark("forward")
-        loss = dist.tensor_parallel.vocab_parallel_cross_entropy(x, tt.tensor(target))
+        loss = dist.tensor_parallel.vocab_parallel_cross_entropy(x, tt.tensor(tgt), **on)
         mark("backward")
-        loss.backward(tt.tensor(grad_output))
+        loss.backward(tt.tensor(g))
         mark("done")
         return {"loss": array(loss), "logits_grad": grad(x)}
 

@@ -199,6 +199,15 @@ MUTANTS = [
             "when the group is the world",
     ),
     Mutant(
+        id="tp-cross-entropy-global-rank",
+        task="7.3",
+        file="distributed/tensor_parallel/cross_entropy.py",
+        find="        start = dist.get_rank(group) * part",
+        replace="        start = dist.get_rank() * part",
+        why="the vocabulary range from the global rank, not the rank in the tensor-parallel "
+            "group: right only when the group is the world",
+    ),
+    Mutant(
         id="tp-heads-split-contiguously",
         task="7.3",
         file="distributed/tensor_parallel/transformer.py",

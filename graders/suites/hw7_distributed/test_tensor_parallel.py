@@ -350,3 +350,37 @@ def test_layer_on_a_sub_group(submission, case):
                              oracle.local_part(case.kind, name, full, size, place, n_embd),
                              what=f"{label}: {name}.grad (its part of its group's full "
                                   "layer's gradient)", case=what)
+
+
+@task("7.3")
+def test_vocab_parallel_cross_entropy_on_a_sub_group(submission):
+    """The group axis: vocab_parallel_cross_entropy(logits_r, target, group=) on the
+    sub-groups [0, 2] and [1, 3] of 4 ranks, each group its own logits and target: each
+    rank's losses are its group's, its part of the logits' gradient by its rank in the
+    group (the vocabulary range of rank 2 is the second half, as the second of [0, 2])."""
+    world, size = 4, len(SUB_GROUPS[0])
+    parts, targets, grads, expected = [None] * world, [], [], []
+    for index, members in enumerate(SUB_GROUPS):
+        logits, target, g = _ce_case(size, 0.0, (2, 3 + index))
+        expected.append(oracle.cross_entropy_run(logits, target, g))
+        targets.append(target)
+        grads.append(g)
+        for place, rank in enumerate(members):
+            parts[rank] = oracle.split(logits, size, place, -1)
+    got = submission.call("distributed_tp.cross_entropy", world, parts, targets, grads,
+                          SUB_GROUPS)
+    assert_conforms(got, {"ranks": [{"loss": None, "logits_grad": None}] * world,
+                          "trace": [None] * world}, what="distributed_tp.cross_entropy")
+    table.check_trace(got["trace"])
+    what = (f"{world} ranks in the groups {SUB_GROUPS}, vocab_parallel_cross_entropy(its part "
+            "of its group's logits, target, group=<its group>) [the group axis: on a "
+            "sub-group]")
+    for index, members in enumerate(SUB_GROUPS):
+        for place, rank in enumerate(members):
+            result = got["ranks"][rank]
+            label = f"rank {rank} ({place} of group {members})"
+            assert_close(result["loss"], expected[index]["loss"], what=f"{label}: the losses",
+                         case=what)
+            assert_close(result["logits_grad"],
+                         oracle.split(expected[index]["logits_grad"], size, place, -1),
+                         what=f"{label}: its part of the logits' gradient", case=what)
