@@ -73,6 +73,14 @@ MUTANTS += [
         replace="             acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] <= M) & (rn[None, :] < N))",
         why="the store mask lets the row just past the last tile's edge through",
     ),
+    Mutant(
+        id="cuda-matmul-ignores-out-dtype",
+        task="6.3",
+        file="cuda/matmul.py",
+        find="    c = np.empty((m, n), out_dtype or a.dtype)",
+        replace="    c = np.empty((m, n), a.dtype)",
+        why="the out_dtype option ignored: the result always has the inputs' dtype",
+    ),
 ]
 
 MUTANTS += [
