@@ -270,15 +270,22 @@ def _wrap_cross_entropy(v: Values) -> tuple[list[Any], dict[str, Any], list[Expe
     layouts = wrapper_layout(v, 2), wrapper_layout(v, 1)
     logits = v.normal("logits", (rows, cols), dtype, 3.0)
     targets = v.integers("targets", (rows,), 0, cols)
+    # the options axis: ignore_index and grad_scale absent (-100; 1 / rows not ignored) or
+    # given, falsy values included (ignore_index=0, grad_scale=0.0: a Seeded case's)
+    ignore_index, grad_scale = v.option((None, 0, 2)), v.option((None, 0.0, 0.5))
+    ignore = -100 if ignore_index is None else ignore_index
     if rows > 1:
-        targets[0] = -100
-        v.note("targets[0] = -100")
-    scale = 1.0 / max(int((targets != -100).sum()), 1)
-    losses, grad = oracle.cross_entropy_rows(logits, targets, -100, scale)
-    return [laid(logits, layouts[0]), laid(targets, layouts[1])], {}, \
+        targets[0] = ignore
+        v.note(f"targets[0] = {ignore}")
+    scale = 1.0 / max(int((targets != ignore).sum()), 1) if grad_scale is None else grad_scale
+    losses, grad = oracle.cross_entropy_rows(logits, targets, ignore, scale)
+    kwargs = {k: o for k, o in (("ignore_index", ignore_index), ("grad_scale", grad_scale))
+              if o is not None}
+    options = "".join(f", {k}={o!r}" for k, o in kwargs.items())
+    return [laid(logits, layouts[0]), laid(targets, layouts[1])], kwargs, \
         [Expect(oracle.n(losses, "float32"), *SUM_TOLERANCE), Expect(oracle.n(grad, dtype))], \
         f"logits {rows}x{cols} ({layouts[0]}) {dtype}, targets ({layouts[1]}, row 0 ignored " \
-        "when rows > 1)"
+        f"when rows > 1){options}"
 
 
 WRAPPERS = [

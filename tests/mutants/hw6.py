@@ -115,6 +115,15 @@ MUTANTS += [
 ]
 
 MUTANTS += [
+    Mutant(
+        id="cuda-cross-entropy-zero-grad-scale-as-default",
+        task="6.4",
+        file="cuda/cross_entropy.py",
+        find="    if grad_scale is None:",
+        replace="    if not grad_scale:",
+        why="grad_scale=0.0 taken for the default (1 / rows not ignored): a falsy option "
+            "treated as absent",
+    ),
     # ----- 6.5 attention ---------------------------------------------------------------
     Mutant(
         id="cuda-attention-causal-off-by-one",
