@@ -42,6 +42,15 @@ MUTANTS = [
         why="the initial parameters are not broadcast: ranks start from different weights",
     ),
     Mutant(
+        id="ddp-broadcasts-parameters-only",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="        for tensor in [*self.module.parameters(), *self.module.buffers()]:",
+        replace="        for tensor in self.module.parameters():",
+        why="the buffers are not broadcast at construction: ranks keep their own running "
+            "statistics (module APIs on parameters only)",
+    ),
+    Mutant(
         id="ddp-broadcast-from-global-rank-0",
         task="7.1",
         file="distributed/data_parallel/ddp.py",
