@@ -9,6 +9,7 @@ import numpy as np
 
 from ..oracle import cuda as oracle
 from ..strategies.cuda import (
+    Seeded,
     Values,
     laid,
     matrix_layout,
@@ -232,11 +233,15 @@ def _wrap_layer_norm(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect]
     layouts = wrapper_layout(v, 3), wrapper_layout(v, 1), wrapper_layout(v, 1)
     x = v.normal("x", shape, dtype, 2.0)
     w, b = v.normal("w", shape[-1:], dtype, 1.0, 1.0), v.normal("b", shape[-1:], dtype)
-    y, mean, rstd = oracle.layer_norm(x, w, b, 1e-5)
-    return [laid(x, layouts[0]), laid(w, layouts[1]), laid(b, layouts[2])], {"eps": 1e-5}, [
+    # the options axis: eps absent (1e-5), 1e-5 given, or a larger one (a Seeded case: 0.5)
+    eps = 0.5 if isinstance(v, Seeded) else v.pick((None, 1e-5, 0.5))
+    kwargs = {} if eps is None else {"eps": eps}
+    y, mean, rstd = oracle.layer_norm(x, w, b, 1e-5 if eps is None else eps)
+    return [laid(x, layouts[0]), laid(w, layouts[1]), laid(b, layouts[2])], kwargs, [
         Expect(oracle.n(y, dtype)), Expect(oracle.n(mean, "float32"), *SUM_TOLERANCE),
         Expect(oracle.n(rstd, "float32"), *SUM_TOLERANCE)], \
-        f"x {shape} ({layouts[0]}), weight ({layouts[1]}), bias ({layouts[2]}), {dtype}"
+        f"x {shape} ({layouts[0]}), weight ({layouts[1]}), bias ({layouts[2]}), {dtype}, " \
+        f"{'eps default' if eps is None else f'eps={eps!r}'}"
 
 
 def _wrap_layer_norm_backward(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:

@@ -124,6 +124,14 @@ MUTANTS += [
         why="grad_scale=0.0 taken for the default (1 / rows not ignored): a falsy option "
             "treated as absent",
     ),
+    Mutant(
+        id="cuda-layer-norm-ignores-eps",
+        task="6.4",
+        file="cuda/layernorm.py",
+        find="           cols, eps, BLOCK_N=_block(cols))",
+        replace="           cols, 1e-5, BLOCK_N=_block(cols))",
+        why="the eps option ignored: the kernel always gets the default 1e-5",
+    ),
     # ----- 6.5 attention ---------------------------------------------------------------
     Mutant(
         id="cuda-attention-causal-off-by-one",
