@@ -44,6 +44,12 @@ def _qkv(v: Values, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...
     return tuple(v.normal(name, shape, dtype) for name in ("q", "k", "v"))
 
 
+def _kernel_scale(v: Values, d: int) -> float:
+    """The kernels' sm_scale on the options axis: 1/sqrt(head_dim) (a hand-picked case's),
+    0.0 (every score 0: uniform attention) or half of it."""
+    return v.option((oracle.sm_scale(d), 0.0, 0.5 * oracle.sm_scale(d)))
+
+
 def _tiles(v: Values) -> tuple[int, int]:
     """BLOCK_M and BLOCK_N drawn each on its own (BLOCK_M != BLOCK_N half the time; a
     hand-picked ``_Edge`` fixes them, and CAUSAL)."""
@@ -88,7 +94,7 @@ def _forward(v: Values, dtype: str, z: int | None = None, h: int | None = None,
         vv = v.normal("v", shape, dtype)
     else:
         q, k, vv = _qkv(v, shape, dtype)
-    scale = oracle.sm_scale(d)
+    scale = _kernel_scale(v, d)
     buffers = {"q": Buffer(q, layout), "k": Buffer(k, layout), "v": Buffer(vv, layout),
                "o": Buffer(np.empty(shape, dtype), layout, output=True),
                "lse": Buffer(np.empty((z * h, t), np.float32), output=True)}
@@ -108,7 +114,7 @@ def _forward(v: Values, dtype: str, z: int | None = None, h: int | None = None,
     }
     big = f", integer scores up to {max_score / 1.4427:.0f}" if large else ""
     what = (f"q, k, v {shape} ({layout}{big}), "
-            f"{dtype}, CAUSAL={causal}, sm_scale=1/sqrt({d}), BLOCK_M={block_m}, BLOCK_N={block_n}")
+            f"{dtype}, CAUSAL={causal}, sm_scale={scale!r}, BLOCK_M={block_m}, BLOCK_N={block_n}")
     return Case(launch, expected, what, v, dtype)
 
 
@@ -158,8 +164,8 @@ def _dkdv(v: Values, dtype: str, z: int | None = None, h: int | None = None,
     z, h, t, d = shape
     causal, layout = v.flag(), v.pick(SHARED_LAYOUTS)
     block_m, block_n = _tiles(v)
-    inputs, e = _backward_inputs(v, dtype, shape, causal)
-    scale = oracle.sm_scale(d)
+    scale = _kernel_scale(v, d)
+    inputs, e = _backward_inputs(v, dtype, shape, causal, scale)
     f64 = oracle.torch.float64
     buffers = {name: Buffer(inputs[name], layout) for name in ("q", "k", "v", "do")}
     buffers.update(lse=Buffer(inputs["lse"]), delta=Buffer(inputs["delta"]),
@@ -189,8 +195,8 @@ def _dq(v: Values, dtype: str, z: int | None = None, h: int | None = None,
     z, h, t, d = shape
     causal, layout = v.flag(), v.pick(SHARED_LAYOUTS)
     block_m, block_n = _tiles(v)
-    inputs, e = _backward_inputs(v, dtype, shape, causal)
-    scale = oracle.sm_scale(d)
+    scale = _kernel_scale(v, d)
+    inputs, e = _backward_inputs(v, dtype, shape, causal, scale)
     buffers = {name: Buffer(inputs[name], layout) for name in ("q", "k", "v", "do")}
     buffers.update(lse=Buffer(inputs["lse"]), delta=Buffer(inputs["delta"]),
                    dq=Buffer(np.empty(shape, dtype), layout, output=True))
