@@ -44,6 +44,12 @@ def _qkv(v: Values, shape: tuple[int, ...], dtype: str) -> tuple[np.ndarray, ...
     return tuple(v.normal(name, shape, dtype) for name in ("q", "k", "v"))
 
 
+def _kernel_scale(v: Values, d: int) -> float:
+    """The kernels' sm_scale on the options axis: 1/sqrt(head_dim) (a hand-picked case's),
+    0.0 (every score 0: uniform attention) or half of it."""
+    return v.option((oracle.sm_scale(d), 0.0, 0.5 * oracle.sm_scale(d)))
+
+
 def _tiles(v: Values) -> tuple[int, int]:
     """BLOCK_M and BLOCK_N drawn each on its own (BLOCK_M != BLOCK_N half the time; a
     hand-picked ``_Edge`` fixes them, and CAUSAL)."""
@@ -88,7 +94,7 @@ def _forward(v: Values, dtype: str, z: int | None = None, h: int | None = None,
         vv = v.normal("v", shape, dtype)
     else:
         q, k, vv = _qkv(v, shape, dtype)
-    scale = oracle.sm_scale(d)
+    scale = _kernel_scale(v, d)
     buffers = {"q": Buffer(q, layout), "k": Buffer(k, layout), "v": Buffer(vv, layout),
                "o": Buffer(np.empty(shape, dtype), layout, output=True),
                "lse": Buffer(np.empty((z * h, t), np.float32), output=True)}
@@ -108,16 +114,17 @@ def _forward(v: Values, dtype: str, z: int | None = None, h: int | None = None,
     }
     big = f", integer scores up to {max_score / 1.4427:.0f}" if large else ""
     what = (f"q, k, v {shape} ({layout}{big}), "
-            f"{dtype}, CAUSAL={causal}, sm_scale=1/sqrt({d}), BLOCK_M={block_m}, BLOCK_N={block_n}")
+            f"{dtype}, CAUSAL={causal}, sm_scale={scale!r}, BLOCK_M={block_m}, BLOCK_N={block_n}")
     return Case(launch, expected, what, v, dtype)
 
 
-def _backward_inputs(v: Values, dtype: str, shape: tuple[int, ...], causal: bool
+def _backward_inputs(v: Values, dtype: str, shape: tuple[int, ...], causal: bool,
+                     scale: float | None = None
                      ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     q, k, vv = _qkv(v, shape, dtype)
     do = v.normal("do", shape, dtype)
     z, h, t, d = shape
-    scale = oracle.sm_scale(d)
+    scale = oracle.sm_scale(d) if scale is None else scale
     e = oracle.attention(q, k, vv, causal, scale, do)
     o = oracle.n(e["o"], dtype)
     lse = oracle.n(e["lse"].reshape(z * h, t), "float32")
@@ -157,8 +164,8 @@ def _dkdv(v: Values, dtype: str, z: int | None = None, h: int | None = None,
     z, h, t, d = shape
     causal, layout = v.flag(), v.pick(SHARED_LAYOUTS)
     block_m, block_n = _tiles(v)
-    inputs, e = _backward_inputs(v, dtype, shape, causal)
-    scale = oracle.sm_scale(d)
+    scale = _kernel_scale(v, d)
+    inputs, e = _backward_inputs(v, dtype, shape, causal, scale)
     f64 = oracle.torch.float64
     buffers = {name: Buffer(inputs[name], layout) for name in ("q", "k", "v", "do")}
     buffers.update(lse=Buffer(inputs["lse"]), delta=Buffer(inputs["delta"]),
@@ -188,8 +195,8 @@ def _dq(v: Values, dtype: str, z: int | None = None, h: int | None = None,
     z, h, t, d = shape
     causal, layout = v.flag(), v.pick(SHARED_LAYOUTS)
     block_m, block_n = _tiles(v)
-    inputs, e = _backward_inputs(v, dtype, shape, causal)
-    scale = oracle.sm_scale(d)
+    scale = _kernel_scale(v, d)
+    inputs, e = _backward_inputs(v, dtype, shape, causal, scale)
     buffers = {name: Buffer(inputs[name], layout) for name in ("q", "k", "v", "do")}
     buffers.update(lse=Buffer(inputs["lse"]), delta=Buffer(inputs["delta"]),
                    dq=Buffer(np.empty(shape, dtype), layout, output=True))
@@ -263,19 +270,34 @@ KERNELS = [
 ]
 
 
+# the options axis of sm_scale: the default (None: 1/sqrt(head_dim) = 0.25 at head_dim 16),
+# a falsy 0.0 (every score 0: uniform attention, as torch's scale=0.0) and other values
+SM_SCALES = (None, 0.0, 0.125, 0.25)
+
+
+def _scale_option(v: Values) -> tuple[dict[str, Any], float, str]:
+    """The sm_scale keyword drawn (absent for None), the scale it means and its words."""
+    sm_scale = v.option(SM_SCALES)
+    if sm_scale is None:
+        return {}, 0.25, "sm_scale default"
+    return {"sm_scale": sm_scale}, sm_scale, f"sm_scale={sm_scale!r}"
+
+
 def _wrap_attention(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:
     dtype = v.pick(("float32", "float16"))
     shape = (v.integer(1, 2), v.integer(1, 2), v.integer(1, 40), 16)
     causal = v.flag()
     layouts = [wrapper_layout(v, 4) for _ in range(3)]
+    options, scale, said = _scale_option(v)
     q, k, vv = _qkv(v, shape, dtype)
-    e = oracle.attention(q, k, vv, causal, 0.25)
+    e = oracle.attention(q, k, vv, causal, scale)
     magnitude = e["p"] @ oracle.t(vv, oracle.torch.float64).abs()
-    return [laid(a, lay) for a, lay in zip((q, k, vv), layouts)], {"causal": causal}, [
+    return [laid(a, lay) for a, lay in zip((q, k, vv), layouts)], {"causal": causal, **options}, [
         Expect(oracle.n(e["o"]), bound=_bound(magnitude, e["o"], dtype, shape[2], 16),
                why=WHY[dtype], dtype=dtype),
         Expect(oracle.n(e["lse"], "float32"), 1e-5, 1e-5)], \
-        f"q ({layouts[0]}), k ({layouts[1]}), v ({layouts[2]}) {shape} {dtype}, causal={causal}"
+        (f"q ({layouts[0]}), k ({layouts[1]}), v ({layouts[2]}) {shape} {dtype}, "
+         f"causal={causal}, {said}")
 
 
 def _wrap_attention_backward(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:
@@ -284,10 +306,12 @@ def _wrap_attention_backward(v: Values) -> tuple[list[Any], dict[str, Any], list
     causal = v.flag()
     layouts = [wrapper_layout(v, 4 if name != "lse" else 3)
                for name in ("q", "k", "v", "o", "lse", "grad")]
-    inputs, e = _backward_inputs(v, dtype, shape, causal)
+    options, scale, scale_said = _scale_option(v)
+    inputs, e = _backward_inputs(v, dtype, shape, causal, scale)
     f64 = oracle.torch.float64
-    mags = {"dq": e["ds_magnitude"] @ oracle.t(inputs["k"], f64).abs() * 0.25,
-            "dk": e["ds_magnitude"].transpose(-1, -2) @ oracle.t(inputs["q"], f64).abs() * 0.25,
+    mags = {"dq": e["ds_magnitude"] @ oracle.t(inputs["k"], f64).abs() * abs(scale),
+            "dk": e["ds_magnitude"].transpose(-1, -2) @ oracle.t(inputs["q"], f64).abs()
+            * abs(scale),
             "dv": e["p"].transpose(-1, -2) @ oracle.t(inputs["do"], f64).abs()}
     expected = [Expect(oracle.n(e[g]), bound=_bound(mags[g], e[g], dtype, shape[2], 16),
                        why=WHY[dtype], dtype=dtype) for g in ("dq", "dk", "dv")]
@@ -296,7 +320,8 @@ def _wrap_attention_backward(v: Values) -> tuple[list[Any], dict[str, Any], list
     said = ", ".join(f"{name} ({lay})" for name, lay in
                      zip(("q", "k", "v", "o", "lse", "grad"), layouts))
     return [laid(a, lay) for a, lay in zip(arrays, layouts)], \
-        {"causal": causal}, expected, f"{said} {shape} {dtype}, causal={causal}"
+        {"causal": causal, **options}, expected, \
+        f"{said} {shape} {dtype}, causal={causal}, {scale_said}"
 
 
 WRAPPERS = [

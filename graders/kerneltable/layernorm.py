@@ -9,6 +9,7 @@ import numpy as np
 
 from ..oracle import cuda as oracle
 from ..strategies.cuda import (
+    Seeded,
     Values,
     laid,
     matrix_layout,
@@ -232,11 +233,15 @@ def _wrap_layer_norm(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect]
     layouts = wrapper_layout(v, 3), wrapper_layout(v, 1), wrapper_layout(v, 1)
     x = v.normal("x", shape, dtype, 2.0)
     w, b = v.normal("w", shape[-1:], dtype, 1.0, 1.0), v.normal("b", shape[-1:], dtype)
-    y, mean, rstd = oracle.layer_norm(x, w, b, 1e-5)
-    return [laid(x, layouts[0]), laid(w, layouts[1]), laid(b, layouts[2])], {"eps": 1e-5}, [
+    # the options axis: eps absent (1e-5), 1e-5 given, or a larger one (a Seeded case: 0.5)
+    eps = 0.5 if isinstance(v, Seeded) else v.pick((None, 1e-5, 0.5))
+    kwargs = {} if eps is None else {"eps": eps}
+    y, mean, rstd = oracle.layer_norm(x, w, b, 1e-5 if eps is None else eps)
+    return [laid(x, layouts[0]), laid(w, layouts[1]), laid(b, layouts[2])], kwargs, [
         Expect(oracle.n(y, dtype)), Expect(oracle.n(mean, "float32"), *SUM_TOLERANCE),
         Expect(oracle.n(rstd, "float32"), *SUM_TOLERANCE)], \
-        f"x {shape} ({layouts[0]}), weight ({layouts[1]}), bias ({layouts[2]}), {dtype}"
+        f"x {shape} ({layouts[0]}), weight ({layouts[1]}), bias ({layouts[2]}), {dtype}, " \
+        f"{'eps default' if eps is None else f'eps={eps!r}'}"
 
 
 def _wrap_layer_norm_backward(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], str]:
@@ -270,15 +275,22 @@ def _wrap_cross_entropy(v: Values) -> tuple[list[Any], dict[str, Any], list[Expe
     layouts = wrapper_layout(v, 2), wrapper_layout(v, 1)
     logits = v.normal("logits", (rows, cols), dtype, 3.0)
     targets = v.integers("targets", (rows,), 0, cols)
+    # the options axis: ignore_index and grad_scale absent (-100; 1 / rows not ignored) or
+    # given, falsy values included (ignore_index=0, grad_scale=0.0: a Seeded case's)
+    ignore_index, grad_scale = v.option((None, 0, 2)), v.option((None, 0.0, 0.5))
+    ignore = -100 if ignore_index is None else ignore_index
     if rows > 1:
-        targets[0] = -100
-        v.note("targets[0] = -100")
-    scale = 1.0 / max(int((targets != -100).sum()), 1)
-    losses, grad = oracle.cross_entropy_rows(logits, targets, -100, scale)
-    return [laid(logits, layouts[0]), laid(targets, layouts[1])], {}, \
+        targets[0] = ignore
+        v.note(f"targets[0] = {ignore}")
+    scale = 1.0 / max(int((targets != ignore).sum()), 1) if grad_scale is None else grad_scale
+    losses, grad = oracle.cross_entropy_rows(logits, targets, ignore, scale)
+    kwargs = {k: o for k, o in (("ignore_index", ignore_index), ("grad_scale", grad_scale))
+              if o is not None}
+    options = "".join(f", {k}={o!r}" for k, o in kwargs.items())
+    return [laid(logits, layouts[0]), laid(targets, layouts[1])], kwargs, \
         [Expect(oracle.n(losses, "float32"), *SUM_TOLERANCE), Expect(oracle.n(grad, dtype))], \
         f"logits {rows}x{cols} ({layouts[0]}) {dtype}, targets ({layouts[1]}, row 0 ignored " \
-        "when rows > 1)"
+        f"when rows > 1){options}"
 
 
 WRAPPERS = [

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..oracle import cuda as oracle
-from ..strategies.cuda import Values, laid, matrix_layout, tile, wrapper_layout
+from ..strategies.cuda import Seeded, Values, laid, matrix_layout, tile, wrapper_layout
 from .checks import check_launch
 from .spec import Buffer, Case, Expect, KernelInfo, Launch, Ptr, Stride, WrapperInfo, cdiv
 
@@ -119,8 +119,16 @@ def _wrap_matmul(v: Values) -> tuple[list[Any], dict[str, Any], list[Expect], st
     m, k, n = v.integer(1, 70), v.integer(1, 70), v.integer(1, 70)
     layouts = wrapper_layout(v, 2), wrapper_layout(v, 2)
     a, b = v.normal("a", (m, k), dtype), v.normal("b", (k, n), dtype)
-    return [laid(a, layouts[0]), laid(b, layouts[1])], {}, \
-        [_expect(a, b, dtype)], f"a {m}x{k} ({layouts[0]}), b {k}x{n} ({layouts[1]}), {dtype}"
+    # the options axis: out_dtype absent (a's dtype) or an output dtype that differs from
+    # the inputs' (a Seeded case: always the other dtype, so every grading meets it)
+    other = "float16" if dtype == "float32" else "float32"
+    out_dtype = other if isinstance(v, Seeded) else v.pick((None, other))
+    kwargs = {} if out_dtype is None else {"out_dtype": out_dtype}
+    option = "" if out_dtype is None else (f", out_dtype={out_dtype!r} (an output dtype that "
+                                           "differs from the inputs')")
+    return [laid(a, layouts[0]), laid(b, layouts[1])], kwargs, \
+        [_expect(a, b, out_dtype or dtype)], \
+        f"a {m}x{k} ({layouts[0]}), b {k}x{n} ({layouts[1]}), {dtype}{option}"
 
 
 WRAPPERS = [WrapperInfo("matmul", "matmul", "6.3", _wrap_matmul, ("matmul.matmul_kernel",))]

@@ -465,6 +465,14 @@ def _api(tt: Any, non_member: Any) -> dict[str, Callable[..., Any]]:
             raise ValueError(f"unknown reduce op {op!r}; use tt.distributed.ReduceOp")
         return op
 
+    def same_dtype(what: str, out: Any, inputs: list[Any]) -> None:
+        # torch.distributed (gloo, NCCL) rejects an output whose dtype is not the input's
+        for inp in inputs:
+            if inp.data.dtype != out.data.dtype:
+                raise TypeError(f"{what}: the output is {out.data.dtype.name} but an input is "
+                                f"{inp.data.dtype.name} (with mixed dtypes); torch.distributed "
+                                "requires the output and input tensors in one dtype")
+
     def store(tensor: Any) -> Callable[[Any], None]:
         def finish(result: Any) -> None:
             tensor.data[...] = np.asarray(result).reshape(tensor.shape)
@@ -504,6 +512,8 @@ def _api(tt: Any, non_member: Any) -> dict[str, Callable[..., Any]]:
             raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors for a "
                              f"group of {pg.size()}")
         outputs = [tensor_of(t, "tensor_list[i]") for t in tensor_list]
+        for out in outputs:
+            same_dtype("all_gather", out, [tensor])
 
         def finish(results: list[np.ndarray]) -> None:
             for out, value in zip(outputs, results, strict=True):
@@ -518,6 +528,7 @@ def _api(tt: Any, non_member: Any) -> dict[str, Callable[..., Any]]:
         if out.numel() != inp.numel() * pg.size():
             raise ValueError(f"all_gather_into_tensor: output has {out.numel()} elements, "
                              f"expected {pg.size()} x {inp.numel()}")
+        same_dtype("all_gather_into_tensor", out, [inp])
 
         def finish(results: list[np.ndarray]) -> None:
             store(out)(np.concatenate([np.ravel(r) for r in results]))
@@ -531,7 +542,8 @@ def _api(tt: Any, non_member: Any) -> dict[str, Callable[..., Any]]:
         if len(input_list) != pg.size():
             raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors for a "
                              f"group of {pg.size()}")
-        chunks = [tensor_of(t, "input_list[i]").data for t in input_list]
+        same_dtype("reduce_scatter", out, [tensor_of(t, "input_list[i]") for t in input_list])
+        chunks = [t.data for t in input_list]
         if any(c.shape != out.shape for c in chunks):
             raise ValueError("reduce_scatter: every input must have the output's shape")
         stacked = np.stack(chunks)
@@ -544,6 +556,7 @@ def _api(tt: Any, non_member: Any) -> dict[str, Callable[..., Any]]:
         if inp.numel() != out.numel() * pg.size():
             raise ValueError(f"reduce_scatter_tensor: input has {inp.numel()} elements, "
                              f"expected {pg.size()} x {out.numel()}")
+        same_dtype("reduce_scatter_tensor", out, [inp])
         chunks = np.array(inp.data, copy=True).reshape((pg.size(), *out.shape))
         return run("reduce_scatter", pg, chunks, store(out), full=(inp.shape, inp.data.dtype),
                    op=op_of(op), async_op=async_op)

@@ -30,7 +30,9 @@ def bucket_assignment(tt: Any, sizes: list[int], cap: int) -> list[list[int]]:
 def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec``: world, widths, weights (one dict per rank), bucket_cap_mb, lr, and
     batches[step][micro][rank] = (x, y); optionally groups (lists of ranks, made with
-    new_group on every rank: each rank's DDP gets its own group as process_group) and
+    new_group on every rank: each rank's DDP gets its own group as process_group),
+    buffers (name -> one array per rank, registered on the model, or on a child for a
+    dotted name, before DDP: "buffers" in the result, after wrapping) and
     processes (ranks as forked processes, see ``_world``). Each
     step runs its micro-batches (all but the last inside ``no_sync()``), loss =
     mse_loss(ddp(x), y), then the probes' SGD. Per rank: the parameters after wrapping,
@@ -40,6 +42,11 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
     def rank_main(rank: int) -> dict[str, Any]:
         model = mlp(tt, spec["widths"], spec["weights"][rank])
+        buffers = spec.get("buffers") or {}
+        for name, per_rank in buffers.items():  # "stat" on the model, "0.stat" on a child
+            owner, _, leaf = name.rpartition(".")
+            (_at(model, owner) if owner else model).register_buffer(
+                leaf, tt.tensor(np.array(per_rank[rank])))
         params = [_at(model, name) for name in names]
         for name, p in zip(names, params, strict=True):  # before DDP's: they run first
             p.register_post_accumulate_grad_hook(
@@ -51,6 +58,7 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
         ddp = dist.DistributedDataParallel(model, bucket_cap_mb=spec["bucket_cap_mb"],
                                            process_group=group)
         initial = values(model, names)
+        initial_buffers = {name: np.array(_at(model, name).data) for name in buffers}
         losses, step_grads, step_params = [], [], []
         for step, micro_batches in enumerate(spec["batches"]):
             mark("step", step=step)
@@ -69,8 +77,11 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
             step_grads.append(grads(model, names))
             sgd(params, spec["lr"])
             step_params.append(values(model, names))
-        return {"initial": initial, "losses": np.array(losses), "grads": step_grads,
-                "params": step_params}
+        out = {"initial": initial, "losses": np.array(losses), "grads": step_grads,
+               "params": step_params}
+        if buffers:
+            out["buffers"] = initial_buffers
+        return out
 
     results, trace = run_world(tt, spec["world"], rank_main, processes=spec.get("processes", False))
     for result, events in zip(results, trace, strict=True):

@@ -57,17 +57,20 @@ def _full_layer(tt: Any, kind: str, cfg: dict[str, Any], weights: dict[str, np.n
     return module
 
 
-def _parallel(tt: Any, kind: str, full: Any, options: dict[str, Any]) -> Any:
+def _parallel(tt: Any, kind: str, full: Any, options: dict[str, Any], group: Any = None) -> Any:
     tp = tt.distributed.tensor_parallel
+    on = {} if group is None else {"group": group}
     if kind == "column":
-        return tp.ColumnParallelLinear(full, gather_output=options.get("gather_output", False))
+        return tp.ColumnParallelLinear(full, gather_output=options.get("gather_output", False),
+                                       **on)
     if kind == "row":
-        return tp.RowParallelLinear(full, input_is_parallel=options.get("input_is_parallel", True))
+        return tp.RowParallelLinear(full, input_is_parallel=options.get("input_is_parallel", True),
+                                    **on)
     if kind == "embedding":
-        return tp.VocabParallelEmbedding(full)
+        return tp.VocabParallelEmbedding(full, **on)
     if kind == "mlp":
-        return tp.ParallelMLP(full)
-    return tp.ParallelCausalSelfAttention(full)
+        return tp.ParallelMLP(full, **on)
+    return tp.ParallelCausalSelfAttention(full, **on)
 
 
 @probe
@@ -76,12 +79,18 @@ def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     full layer's), options, and per rank its input and output gradient. Each rank builds
     the full layer, its parallel version, runs forward and backward: the output, the
     input's gradient (None for indices) and the parallel layer's parameters' gradients by
-    name."""
+    name. Optionally ``groups`` (lists of ranks, made with new_group on every rank in this
+    order): each rank's layer is built on the group it is in (``group=``)."""
     kind = spec["kind"]
+    dist = tt.distributed
 
     def rank_main(rank: int) -> dict[str, Any]:
+        group = None
+        if spec.get("groups") is not None:
+            made = [dist.new_group(list(g)) for g in spec["groups"]]
+            group = next(m for m, g in zip(made, spec["groups"], strict=True) if rank in g)
         full = _full_layer(tt, kind, spec["cfg"], spec["weights"])
-        part = _parallel(tt, kind, full, spec.get("options", {}))
+        part = _parallel(tt, kind, full, spec.get("options", {}), group)
         x = tt.tensor(spec["inputs"][rank])
         if kind != "embedding":
             x.requires_grad_(True)
@@ -98,18 +107,52 @@ def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @probe
-def cross_entropy(tt: Any, world: int, logits: list[np.ndarray], target: np.ndarray,
-                  grad_output: np.ndarray) -> dict[str, Any]:
+def block_options(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec``: world, kind (mlp, attention), cfg, weights, options (keywords of
+    ParallelMLP / ParallelCausalSelfAttention, e.g. sequence_parallel). Each rank builds the
+    full block and its parallel version (no forward): for every tensor-parallel Linear
+    inside it (by name), its class and the options it was built with."""
+    tp = tt.distributed.tensor_parallel
+    make = tp.ParallelMLP if spec["kind"] == "mlp" else tp.ParallelCausalSelfAttention
+    classes = {"ColumnParallelLinear": tp.ColumnParallelLinear,
+               "RowParallelLinear": tp.RowParallelLinear}
+
+    def rank_main(rank: int) -> dict[str, Any]:
+        full = _full_layer(tt, spec["kind"], spec["cfg"], spec["weights"])
+        block = make(full, **spec["options"])
+        found = {}
+        for name, module in block.named_modules():
+            kind = next((k for k, c in classes.items() if isinstance(module, c)), None)
+            if kind is not None:
+                found[name] = {"class": kind,
+                               "sequence_parallel": bool(getattr(module, "sequence_parallel",
+                                                                 None))}
+        return {"layers": found}
+
+    results, trace = run_world(tt, spec["world"], rank_main)
+    return {"ranks": results, "trace": trace}
+
+
+@probe
+def cross_entropy(tt: Any, world: int, logits: list[np.ndarray], target: Any,
+                  grad_output: Any, groups: list[list[int]] | None = None) -> dict[str, Any]:
     """Each rank: vocab_parallel_cross_entropy(its logits, target), backward with
-    ``grad_output``: the per-token losses and the logits' gradient."""
+    ``grad_output``: the per-token losses and the logits' gradient. With ``groups`` (lists
+    of ranks, made with new_group on every rank): over the group the rank is in
+    (``group=``), ``target`` and ``grad_output`` one per group."""
     dist = tt.distributed
 
     def rank_main(rank: int) -> dict[str, Any]:
+        on, tgt, g = {}, target, grad_output
+        if groups is not None:
+            made = [dist.new_group(list(m)) for m in groups]
+            index = next(i for i, m in enumerate(groups) if rank in m)
+            on, tgt, g = {"group": made[index]}, target[index], grad_output[index]
         x = tt.tensor(logits[rank]).requires_grad_(True)
         mark("forward")
-        loss = dist.tensor_parallel.vocab_parallel_cross_entropy(x, tt.tensor(target))
+        loss = dist.tensor_parallel.vocab_parallel_cross_entropy(x, tt.tensor(tgt), **on)
         mark("backward")
-        loss.backward(tt.tensor(grad_output))
+        loss.backward(tt.tensor(g))
         mark("done")
         return {"loss": array(loss), "logits_grad": grad(x)}
 

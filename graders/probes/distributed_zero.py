@@ -47,20 +47,37 @@ def train(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     (two groups). Per rank and step: the bytes of gradients held after backward
     (parameters' and shards'), the optimizer state's bytes (every optimizer reachable from
     the ZeRO object), the parameters after the step, each parameter's shard state and the
-    dtype of each shard (``opt.shard(p)``). The weights' dtype is the model's."""
+    dtype of each shard (``opt.shard(p)``). The weights' dtype is the model's. Optionally
+    ``groups`` (lists of ranks, made with new_group on every rank in this order): each
+    rank's ZeRO runs over the group it is in (``process_group=``); ``layout``
+    "column-major": the 2-D parameters are stored column-major and every gradient is
+    passed on column-major (a post-accumulate-grad hook registered before ZeRO's)."""
     dist = tt.distributed
     names = list(spec["weights"])
     options = spec["options"]
 
+    def column_major_grad(p: Any) -> None:
+        p.grad = tt.Tensor(np.asfortranarray(p.grad.data))
+
     def rank_main(rank: int) -> dict[str, Any]:
+        process_group = None
+        if spec.get("groups") is not None:
+            made = [dist.new_group(list(g)) for g in spec["groups"]]
+            process_group = next(m for m, g in zip(made, spec["groups"], strict=True)
+                                 if rank in g)
         model = mlp(tt, spec["widths"], spec["weights"])
         params = [_at(model, n) for n in names]
+        if spec.get("layout") == "column-major":
+            for p in params:
+                p.data = np.asfortranarray(p.data)
+                p.register_post_accumulate_grad_hook(column_major_grad)
         groups = [{"params": [p for n, p in zip(names, params) if n.endswith("weight")],
                    "weight_decay": options["weight_decay"]},
                   {"params": [p for n, p in zip(names, params) if n.endswith("bias")],
                    "weight_decay": 0.0}]
         opt = dist.optim.ZeroRedundancyOptimizer(
-            groups, tt.optim.AdamW, stage=spec["stage"], lr=options["lr"],
+            groups, tt.optim.AdamW, process_group=process_group, stage=spec["stage"],
+            lr=options["lr"],
             betas=tuple(options["betas"]))
         out: dict[str, list[Any]] = {"losses": [], "grad_bytes": [], "state_bytes": [],
                                      "params": [], "state": [], "shard_dtypes": []}

@@ -54,6 +54,12 @@ class Values:
     def flag(self) -> bool:
         return False if self._data is None else self(st.booleans())
 
+    def option(self, options: Any) -> Any:
+        """A keyword's value on the options axis: ``options[0]`` is the default (a hand-
+        picked case keeps it), the rest non-default values, drawn; a ``Seeded`` case takes
+        the first falsy non-default value (0.0, False ...), so that every wrapper meets it."""
+        return self.pick(options)
+
     # values (NumPy), each recorded
     def normal(self, name: str, shape: tuple[int, ...], dtype: str, scale: float = 1.0,
                shift: float = 0.0) -> np.ndarray:
@@ -117,6 +123,11 @@ class Seeded(Values):
 
     def flag(self) -> bool:
         return bool(self._structure.integers(2))
+
+    def option(self, options: Any) -> Any:
+        options = list(options)
+        falsy = [o for o in options[1:] if o is not None and not o]
+        return falsy[0] if falsy else self.pick(options)
 
 
 def matrix_layout(v: Values) -> str:

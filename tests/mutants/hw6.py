@@ -73,6 +73,14 @@ MUTANTS += [
         replace="             acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] <= M) & (rn[None, :] < N))",
         why="the store mask lets the row just past the last tile's edge through",
     ),
+    Mutant(
+        id="cuda-matmul-ignores-out-dtype",
+        task="6.3",
+        file="cuda/matmul.py",
+        find="    c = np.empty((m, n), out_dtype or a.dtype)",
+        replace="    c = np.empty((m, n), a.dtype)",
+        why="the out_dtype option ignored: the result always has the inputs' dtype",
+    ),
 ]
 
 MUTANTS += [
@@ -107,6 +115,23 @@ MUTANTS += [
 ]
 
 MUTANTS += [
+    Mutant(
+        id="cuda-cross-entropy-zero-grad-scale-as-default",
+        task="6.4",
+        file="cuda/cross_entropy.py",
+        find="    if grad_scale is None:",
+        replace="    if not grad_scale:",
+        why="grad_scale=0.0 taken for the default (1 / rows not ignored): a falsy option "
+            "treated as absent",
+    ),
+    Mutant(
+        id="cuda-layer-norm-ignores-eps",
+        task="6.4",
+        file="cuda/layernorm.py",
+        find="           cols, eps, BLOCK_N=_block(cols))",
+        replace="           cols, 1e-5, BLOCK_N=_block(cols))",
+        why="the eps option ignored: the kernel always gets the default 1e-5",
+    ),
     # ----- 6.5 attention ---------------------------------------------------------------
     Mutant(
         id="cuda-attention-causal-off-by-one",
@@ -319,6 +344,16 @@ MUTANTS += [
         find="    q, k, v = _same_layout(q, k, v)\n",
         replace="",
         why="the forward wrapper passes q's strides for k and v too, whatever their layout",
+    ),
+    Mutant(
+        id="cuda-attention-backward-zero-scale-as-default",
+        task="6.5",
+        file="cuda/attention.py",
+        find="    lse = np.ascontiguousarray(lse, np.float32).reshape(z * h, t)\n",
+        replace="    scale = scale or 1.0 / math.sqrt(d)\n"
+                "    lse = np.ascontiguousarray(lse, np.float32).reshape(z * h, t)\n",
+        why="the backward wrapper takes sm_scale=0.0 for the default 1/sqrt(head_dim) "
+            "(truthiness for None): wrong gradients for an explicit zero scale",
     ),
     Mutant(
         id="cuda-adam-wrapper-no-contiguity-check",

@@ -42,6 +42,15 @@ MUTANTS = [
         why="the initial parameters are not broadcast: ranks start from different weights",
     ),
     Mutant(
+        id="ddp-broadcasts-parameters-only",
+        task="7.1",
+        file="distributed/data_parallel/ddp.py",
+        find="        for tensor in [*self.module.parameters(), *self.module.buffers()]:",
+        replace="        for tensor in self.module.parameters():",
+        why="the buffers are not broadcast at construction: ranks keep their own running "
+            "statistics (module APIs on parameters only)",
+    ),
+    Mutant(
         id="ddp-broadcast-from-global-rank-0",
         task="7.1",
         file="distributed/data_parallel/ddp.py",
@@ -104,6 +113,53 @@ MUTANTS = [
         why="every shard made float64 whatever its parameter's dtype: a float32 model's "
             "optimizer state takes twice its share and the update is not float32 AdamW's",
     ),
+    Mutant(
+        id="zero-all-gathers-over-the-world",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="            dist.all_gather_into_tensor(full, self.shard(p), group=self.process_group)",
+        replace="            dist.all_gather_into_tensor(full, self.shard(p))",
+        why="the updated chunks all-gathered over the whole world, not over process_group "
+            "(wrong on a sub-group)",
+    ),
+    Mutant(
+        id="zero-shards-by-global-rank",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="        start, stop, chunk = shard_bounds(param.numel(), self.world, self.rank)",
+        replace="        start, stop, chunk = shard_bounds(param.numel(), self.world, dist.get_rank())",
+        why="each rank takes the chunk of its global rank, not of its rank in process_group "
+            "(wrong on a sub-group whose ranks differ from the global ranks)",
+    ),
+    Mutant(
+        id="zero-shard-in-memory-order",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="        values[:stop - start] = param.data.reshape(-1)[start:stop]",
+        replace="        values[:stop - start] = param.data.ravel(order=\"A\")[start:stop]",
+        why="a parameter flattened in its memory order, not row-major (wrong for a "
+            "column-major parameter)",
+    ),
+    Mutant(
+        id="zero-gradient-in-memory-order",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="        flat[:param.numel()] = param._grad.data.reshape(-1)",
+        replace="        flat[:param.numel()] = param._grad.data.flatten(order=\"K\")",
+        why="a gradient flattened in its memory order, not row-major (wrong for a "
+            "column-major gradient)",
+    ),
+    Mutant(
+        id="zero-pads-with-float64-zeros",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="""        flat = np.zeros(chunk * self.world, dtype=param.data.dtype)
+        flat[:param.numel()] = param._grad.data.reshape(-1)""",
+        replace="""        pad = np.zeros(chunk * self.world - param.numel())
+        flat = np.concatenate([param._grad.data.reshape(-1), pad])""",
+        why="the gradient padded with float64 zeros: a float32 gradient is reduce-scattered "
+            "as float64 into a float32 shard (torch.distributed rejects mixed dtypes)",
+    ),
     # ----- 7.3 tensor parallelism -------------------------------------------------------------
     Mutant(
         id="tp-row-parallel-no-all-reduce",
@@ -130,6 +186,35 @@ MUTANTS = [
         replace="        return reduce_from_tensor_model_parallel_region(rows, self.group)",
         why="a vocabulary-parallel embedding that looks up out-of-range tokens as row 0 "
             "instead of zeros",
+    ),
+    Mutant(
+        id="tp-attention-drops-sequence-parallel",
+        task="7.3",
+        file="distributed/tensor_parallel/transformer.py",
+        find="        self.c_attn = ColumnParallelLinear(merged, group, sequence_parallel=sequence_parallel)",
+        replace="        self.c_attn = ColumnParallelLinear(merged, group)",
+        why="ParallelCausalSelfAttention(sequence_parallel=True) builds its column-parallel "
+            "c_attn without sequence_parallel (a dropped keyword): it never gathers the "
+            "sequence",
+    ),
+    Mutant(
+        id="tp-row-reduces-over-the-world",
+        task="7.3",
+        file="distributed/tensor_parallel/layers.py",
+        find="            y = reduce_from_tensor_model_parallel_region(partial, self.group)",
+        replace="            y = reduce_from_tensor_model_parallel_region(partial)",
+        why="a row-parallel Linear that sums its partial results over the default group (the "
+            "world), not its tensor-parallel group (a dropped group argument): right only "
+            "when the group is the world",
+    ),
+    Mutant(
+        id="tp-cross-entropy-global-rank",
+        task="7.3",
+        file="distributed/tensor_parallel/cross_entropy.py",
+        find="        start = dist.get_rank(group) * part",
+        replace="        start = dist.get_rank() * part",
+        why="the vocabulary range from the global rank, not the rank in the tensor-parallel "
+            "group: right only when the group is the world",
     ),
     Mutant(
         id="tp-heads-split-contiguously",
@@ -246,6 +331,14 @@ MUTANTS = [
 ]
 
 ALTERNATIVES = [
+    Mutant(
+        id="zero-shard-of-a-contiguous-copy",
+        task="7.2",
+        file="distributed/optim/zero.py",
+        find="        values[:stop - start] = param.data.reshape(-1)[start:stop]",
+        replace="        values[:stop - start] = np.ascontiguousarray(param.data).ravel()[start:stop]",
+        why="the shard cut from a row-major copy of the parameter",
+    ),
     Mutant(
         id="pp-scale-through-the-root-gradient",
         task="7.5",

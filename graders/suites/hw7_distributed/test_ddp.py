@@ -295,3 +295,38 @@ def test_ranks_as_processes_match_single_process_training(submission, world, cap
                                   "(the average of the ranks' gradients)", case=case)
                 assert_close(got["params"][step][name], expected["params"][step][name],
                              what=f"rank {rank}: {name} after step {step + 1}", case=case)
+
+
+@task("7.1")
+@pytest.mark.parametrize("groups", [None, [[0, 2], [1, 3]]], ids=["world", "sub-groups"])
+def test_construction_broadcasts_buffers_too(submission, groups):
+    """Buffers as well as parameters: a buffer on the model and one on a child module,
+    other values on every rank, hold the (group's) first rank's values after
+    DistributedDataParallel(model) — with the world as the group, and on the sub-groups
+    [0, 2] and [1, 3] of 4 ranks (broadcast from global rank 1 for [1, 3])."""
+    world = 2 if groups is None else 4
+    s = spec(world, 300, steps=1, key="buffers")
+    rng = case_rng(world, "7.1 buffers", world)
+    s["buffers"] = {"stat": [rng.uniform(-1, 1, (3,)) for _ in range(world)],
+                    "fc0.stat": [rng.uniform(-1, 1, (2, 2)) for _ in range(world)]}
+    if groups is not None:
+        s["groups"] = groups
+    members_of = groups or [list(range(world))]
+    got = submission.call("distributed_ddp.train", s)
+    names = list(s["weights"][0])
+    per_param = dict.fromkeys(names)
+    rank_shape = {"initial": per_param, "losses": None, "grads": [per_param],
+                  "params": [per_param], "trace": None, "buffers": dict.fromkeys(s["buffers"])}
+    assert_conforms(got, {"ranks": [rank_shape] * world}, what="distributed_ddp.train")
+    table.check_trace([r["trace"] for r in got["ranks"]])
+    case = (describe(s) + ", buffers 'stat' (on the model) and 'fc0.stat' (on a child), "
+            "other values on every rank [module APIs on buffers too]")
+    if groups is not None:
+        case += f", process_group=new_group(...) of the groups {groups} [on a sub-group]"
+    for members in members_of:
+        for rank in members:
+            for name, per_rank in s["buffers"].items():
+                assert_close(got["ranks"][rank]["buffers"][name], per_rank[members[0]],
+                             rtol=0, atol=0,
+                             what=f"rank {rank}: buffer {name} after DistributedDataParallel "
+                                  f"(rank {members[0]}'s, its group's first rank)", case=case)

@@ -252,3 +252,135 @@ def test_linear_layers_as_processes_match_the_full_layer(submission, case, world
             assert_close(result["grads"][name], oracle.local_part(case.kind, name, full, world, rank),
                          what=f"rank {rank}: {name}.grad (this rank's part of the full layer's "
                               "gradient)", case=what)
+
+
+BLOCK_CASES = [pytest.param(kind, sequence_parallel, id=f"{kind}-sequence_parallel="
+                            f"{sequence_parallel}")
+               for kind in ("mlp", "attention") for sequence_parallel in (False, True)]
+
+
+@task("7.3")
+@pytest.mark.parametrize(("kind", "sequence_parallel"), BLOCK_CASES)
+def test_block_passes_its_options_to_its_layers(submission, kind, sequence_parallel):
+    """The options axis of the parallel blocks: ParallelMLP(mlp, sequence_parallel=...) and
+    ParallelCausalSelfAttention(attn, sequence_parallel=...) build a column-parallel and a
+    row-parallel Linear, each with the block's sequence_parallel (Megatron's blocks pass it
+    to both; the Linear layers keep it as ``sequence_parallel``), for True and for False."""
+    world = 2
+    case = next(c for c in LAYERS if c.kind == kind)
+    spec = {"world": world, "kind": kind, "cfg": case.cfg,
+            "weights": _weights(case, case_rng(world, "7.3 block options", kind)),
+            "options": {"sequence_parallel": sequence_parallel}}
+    got = submission.call("distributed_tp.block_options", spec)
+    assert_conforms(got, {"ranks": [{"layers": None}] * world, "trace": [None] * world},
+                    what="distributed_tp.block_options")
+    block = "ParallelMLP" if kind == "mlp" else "ParallelCausalSelfAttention"
+    what = (f"{world} ranks, tt.distributed.tensor_parallel.{block}(<full {kind} "
+            f"{case.cfg}>, sequence_parallel={sequence_parallel}) [the options axis: "
+            f"sequence_parallel={sequence_parallel}]")
+    for rank, result in enumerate(got["ranks"]):
+        layers = result["layers"]
+        assert isinstance(layers, dict), f"rank {rank}: no layers observed\n  case: {what}"
+        kinds = sorted(layer.get("class") for layer in layers.values()
+                       if isinstance(layer, dict))
+        assert_equal(kinds, ["ColumnParallelLinear", "RowParallelLinear"],
+                     what=f"rank {rank}: the tensor-parallel Linear layers inside the block",
+                     case=what)
+        for name, layer in layers.items():
+            assert_equal(layer.get("sequence_parallel"), sequence_parallel,
+                         what=f"rank {rank}: {name}.sequence_parallel (the block's "
+                              f"sequence_parallel={sequence_parallel} passed on)", case=what)
+
+
+# the group axis: world 4 cut into two tensor-parallel groups whose ranks are not their
+# global ranks (rank 2 is the second of [0, 2], rank 1 the first of [1, 3])
+SUB_GROUPS = [[0, 2], [1, 3]]
+SUB_GROUP_CASES = [pytest.param(case, id=f"{case.name}-groups{SUB_GROUPS}") for case in LAYERS]
+
+
+@task("7.3")
+@pytest.mark.parametrize("case", SUB_GROUP_CASES)
+def test_layer_on_a_sub_group(submission, case):
+    """The group axis: every tensor-parallel layer built with group= a sub-group of 4 ranks
+    ([0, 2] and [1, 3], each group its own input): each rank's output, input gradient and
+    parameter gradients are its group's full layer's, or its part by its rank in the group
+    (not its global rank), with the group's collectives only."""
+    world, size = 4, len(SUB_GROUPS[0])
+    spec, _ = prepare(case, size)
+    rng = case_rng(world, "7.3 sub-group", case.name)
+    d_in, d_out = _width(case)
+    inputs, grads, expected = [None] * world, [None] * world, []
+    for members in SUB_GROUPS:
+        if case.kind == "embedding":
+            x = rng.integers(0, case.cfg["num"], (BATCH, STEPS))
+        else:
+            x = rng.uniform(-1, 1, (BATCH, STEPS, d_in))
+        g = rng.uniform(-1, 1, (BATCH, STEPS, d_out))
+        run_ = oracle.layer_run(case.kind, case.cfg, spec["weights"], x, g)
+        expected.append(run_)
+        for place, rank in enumerate(members):
+            row_part = case.kind == "row" and case.options.get("input_is_parallel")
+            column_part = case.kind == "column" and not case.options.get("gather_output")
+            inputs[rank] = oracle.split(x, size, place, -1) if row_part else x
+            grads[rank] = oracle.split(g, size, place, -1) if column_part else g
+    spec = {**spec, "world": world, "groups": SUB_GROUPS, "inputs": inputs,
+            "grad_outputs": grads}
+    got = run(submission, spec)
+    what = describe(case, size).replace(f"{size} ranks", f"{world} ranks in the groups "
+                                        f"{SUB_GROUPS}, group=<its group>") + \
+        " [the group axis: on a sub-group]"
+    n_embd = case.cfg.get("n_embd", 0)
+    column_part = case.kind == "column" and not case.options.get("gather_output")
+    row_part = case.kind == "row" and case.options.get("input_is_parallel")
+    for index, members in enumerate(SUB_GROUPS):
+        want = expected[index]
+        for place, rank in enumerate(members):
+            result = got["ranks"][rank]
+            label = f"rank {rank} ({place} of group {members})"
+            output = oracle.split(want["output"], size, place, -1) if column_part \
+                else want["output"]
+            assert_close(result["output"], output, what=f"{label}: the output", case=what)
+            if case.kind != "embedding":
+                input_grad = oracle.split(want["input_grad"], size, place, -1) if row_part \
+                    else want["input_grad"]
+                assert_close(result["input_grad"], input_grad,
+                             what=f"{label}: the input's gradient", case=what)
+            for name, full in want["grads"].items():
+                assert_close(result["grads"][name],
+                             oracle.local_part(case.kind, name, full, size, place, n_embd),
+                             what=f"{label}: {name}.grad (its part of its group's full "
+                                  "layer's gradient)", case=what)
+
+
+@task("7.3")
+def test_vocab_parallel_cross_entropy_on_a_sub_group(submission):
+    """The group axis: vocab_parallel_cross_entropy(logits_r, target, group=) on the
+    sub-groups [0, 2] and [1, 3] of 4 ranks, each group its own logits and target: each
+    rank's losses are its group's, its part of the logits' gradient by its rank in the
+    group (the vocabulary range of rank 2 is the second half, as the second of [0, 2])."""
+    world, size = 4, len(SUB_GROUPS[0])
+    parts, targets, grads, expected = [None] * world, [], [], []
+    for index, members in enumerate(SUB_GROUPS):
+        logits, target, g = _ce_case(size, 0.0, (2, 3 + index))
+        expected.append(oracle.cross_entropy_run(logits, target, g))
+        targets.append(target)
+        grads.append(g)
+        for place, rank in enumerate(members):
+            parts[rank] = oracle.split(logits, size, place, -1)
+    got = submission.call("distributed_tp.cross_entropy", world, parts, targets, grads,
+                          SUB_GROUPS)
+    assert_conforms(got, {"ranks": [{"loss": None, "logits_grad": None}] * world,
+                          "trace": [None] * world}, what="distributed_tp.cross_entropy")
+    table.check_trace(got["trace"])
+    what = (f"{world} ranks in the groups {SUB_GROUPS}, vocab_parallel_cross_entropy(its part "
+            "of its group's logits, target, group=<its group>) [the group axis: on a "
+            "sub-group]")
+    for index, members in enumerate(SUB_GROUPS):
+        for place, rank in enumerate(members):
+            result = got["ranks"][rank]
+            label = f"rank {rank} ({place} of group {members})"
+            assert_close(result["loss"], expected[index]["loss"], what=f"{label}: the losses",
+                         case=what)
+            assert_close(result["logits_grad"],
+                         oracle.split(expected[index]["logits_grad"], size, place, -1),
+                         what=f"{label}: its part of the logits' gradient", case=what)

@@ -214,6 +214,65 @@ def test_float32_parameters_keep_float32_shards(submission, stage):
                 f"AdamW's state (its chunks, padded) is {share} bytes\n  case: {describe(s)}")
 
 
+def _check_training(ranks: list[dict[str, Any]], s: dict[str, Any], members: list[int],
+                    case: str) -> None:
+    """The ranks ``members`` (one process group, in group-rank order): their losses,
+    parameters and their chunks' AdamW state after every step, as AdamW in one process on
+    the group's batches."""
+    batches = [[per_rank[r] for r in members] for per_rank in s["batches"]]
+    expected = oracle.zero_train(WIDTHS, s["weights"], batches, OPTIONS)
+    for place, rank in enumerate(members):
+        got = ranks[rank]
+        assert_close(np.asarray(got["losses"]), expected["losses"][place],
+                     what=f"rank {rank}: its local losses", case=case)
+        for step in range(STEPS):
+            for name in s["weights"]:
+                assert_close(got["params"][step][name], expected["params"][step][name],
+                             what=f"rank {rank}: {name} after step {step + 1}", case=case)
+                state = got["state"][step][name]
+                what = f"rank {rank} (group rank {place}): opt.optim.state[<its chunk of {name}>]"
+                assert_conforms(state, {"exp_avg": None, "exp_avg_sq": None, "step": None},
+                                what=what)
+                for key in ("exp_avg", "exp_avg_sq"):
+                    want = expected["state"][step][name][key]
+                    assert_close(state[key], oracle.shard(want, len(members), place),
+                                 what=f"{what}[{key!r}] after step {step + 1}", case=case)
+
+
+@task("7.2")
+@pytest.mark.parametrize("stage", [1, 2])
+def test_process_group_whose_ranks_differ_from_the_global_ranks(submission, stage):
+    """On a sub-group: 4 ranks cut into the groups [0, 2] and [1, 3], each rank's ZeRO over
+    its group (``process_group=``), the group ranks not the global ranks: each group trains
+    as AdamW on its own ranks' batches (group rank r owning chunk r), and every collective
+    runs over the group."""
+    groups = [[0, 2], [1, 3]]
+    s = {**spec(stage, 4, key="process-group"), "groups": groups}
+    case = describe(s) + f", process_group=new_group(...) of the groups {groups} (on a sub-group)"
+    ranks = run(submission, s)
+    for members in groups:
+        _check_training(ranks, s, members, case)
+        for rank in members:
+            for event in table.calls(ranks[rank]["trace"]):
+                if event["group"] != members:
+                    raise AssertionError(
+                        f"rank {rank}: a {event['kind']} over the ranks {event['group']}; with "
+                        f"process_group=<group {members}> every collective runs over the group "
+                        f"(on a sub-group)\n  case: {case}")
+
+
+@task("7.2")
+@pytest.mark.parametrize("stage", [1, 2])
+def test_column_major_parameters_and_gradients(submission, stage):
+    """With a column-major layout: the weights stored column-major (as a transposed array
+    is) and every gradient handed on column-major; the shards are still the parameters'
+    elements in row-major (logical) order, so the training is AdamW's as in one process."""
+    s = {**spec(stage, 3, key="column-major"), "layout": "column-major"}
+    case = (describe(s) + ", the weights stored column-major and their gradients column-major "
+            "(with a column-major layout)")
+    _check_training(run(submission, s), s, list(range(3)), case)
+
+
 MPI_CASES = [(1, 2), (2, 3)]
 
 
