@@ -142,12 +142,28 @@ def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
     expected_out, expected = oracle.backward(op, sample, grads_out)
     got = _call(submission, "backward", op, op.calls[0], sample, grads_out,
                 grad_layout=grad_layout)
-    assert_conforms(got, {"outputs": None, "grads": None}, what=f"{op.name}: the observation")
+    assert_conforms(got, {"outputs": None, "grads": None, "unchanged": {"inputs": True}},
+                    what=f"{op.name}: the observation")
+    _check_ownership(op, sample, got["unchanged"], grads_out, grad_layout)
     if any(t.value.dtype in LOW_PRECISION for t in sample.tensors()):
         opmath = oracle.backward_opmath(op, sample, grads_out)
         expected = [_either(op, g, native, wide) for g, native, wide
                     in zip(got["grads"], expected, opmath, strict=False)] + expected[len(opmath):]
     return got, expected_out, expected, grads_out, grad_layout
+
+
+def _check_ownership(op: OpInfo, sample: Sample, unchanged: dict[str, Any],
+                     grads_out: list[np.ndarray | None], grad_layout: str) -> None:
+    """The ownership axis: backward must not write into the arrays it is given or that
+    the graph keeps (the incoming gradients, the inputs, the outputs it saved), as
+    torch's never does: ``grad /= n`` changes the caller's gradient."""
+    for what, same in unchanged.items():
+        assert_equal(same, True, what=f"{op.name}: are the {what} left as they were after "
+                     f"backward (ownership: backward must not write into arrays the caller "
+                     f"or the graph keeps; compute a new array)",
+                     case=describe(sample),
+                     reproducer=reproducer(op.calls[0], sample, grads_out, len(grads_out),
+                                           grad_layout=grad_layout))
 
 
 def _either(op: OpInfo, got: Any, native: np.ndarray, wide: np.ndarray) -> np.ndarray:
