@@ -46,7 +46,7 @@ def _scalar_operand(name: str, symbol: str, fn: object, tensor_values: Values,
 
     def sample(d: Draw, dtype: np.dtype) -> Sample:
         x = d.tensor(tensor_values(d, d.shape(0, 3, empty=True), dtype))
-        s = d.pick([2.0, -1.5, 0.5, 3])
+        s = d.pick([2.0, -1.5, 0.5, 3, 0.0, 0])  # 0 too: the options axis at a falsy value
         first = d.flag() if order == "either" else order == "tensor_first"
         return Sample((x, s) if first else (s, x))
 
@@ -162,7 +162,11 @@ ARITHMETIC = [
 
 
 def _clamp_kwargs(d: Draw) -> dict[str, float | None]:
-    low, high = d.pick([(-1.0, 1.0), (-0.5, None), (None, 0.5), (0.25, 1.5), (1.0, -1.0)])
+    # the options axis: bounds at 0 (an int, 0.0, -0.0) as well, where ``if min:`` would
+    # skip a bound that ``if min is not None:`` applies
+    low, high = d.pick([(-1.0, 1.0), (-0.5, None), (None, 0.5), (0.25, 1.5), (1.0, -1.0),
+                        (0.0, None), (None, 0), (-1.0, 0.0), (0, 1.5), (-0.0, None),
+                        (None, -0.0), (0.0, 0.0)])
     kwargs = {}
     if low is not None:
         kwargs["min"] = low

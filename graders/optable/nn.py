@@ -19,11 +19,11 @@ def _zero_kink(rule: str) -> Kink:
 
 
 def _leaky_kwargs(d: Draw) -> dict[str, float]:
-    return {"negative_slope": d.pick([0.01, 0.2, 1.5])} if d.flag() else {}
+    return {"negative_slope": d.pick([0.01, 0.2, 1.5, 0.0])} if d.flag() else {}
 
 
 def _hardtanh_kwargs(d: Draw) -> dict[str, float]:
-    low, high = d.pick([(-1.0, 1.0), (-0.5, 0.5), (0.0, 2.0)])
+    low, high = d.pick([(-1.0, 1.0), (-0.5, 0.5), (0.0, 2.0), (-1.0, 0.0)])
     return {} if (low, high) == (-1.0, 1.0) and d.flag() else {"min_val": low, "max_val": high}
 
 
@@ -84,7 +84,7 @@ def _cross_entropy_sample(offset: float = 0.0):
         if d.flag():
             kwargs["reduction"] = d.pick(["mean", "sum", "none"])
         if d.flag():
-            kwargs["label_smoothing"] = d.pick([0.1, 0.3])
+            kwargs["label_smoothing"] = d.pick([0.1, 0.3, 0.0])
         logits = draw_logits(d, shape, offset)
         return Sample((d.tensor(logits.astype(dtype)),
                        d.tensor(np.asarray(target, dtype=np.int64), grad=False)), kwargs)

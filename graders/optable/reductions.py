@@ -38,7 +38,7 @@ def _over_dims(values: Values = DEFAULT_VALUES, empty: bool = True, allow_none: 
         if dim is not None:
             kwargs["dim"] = dim
         if keepdim and dim is not None and d.flag():
-            kwargs["keepdim"] = True
+            kwargs["keepdim"] = d.integer(0, 2) > 0  # True, or False said explicitly
         return Sample((d.tensor(values(d, shape, dtype)),), kwargs)
 
     return sample
