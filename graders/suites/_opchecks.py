@@ -262,13 +262,18 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     def test_backward(submission, op, data):
         """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
         non-contiguous inputs and incoming gradients, float16, bfloat16, float32 and
-        float64)."""
+        float64, and in some samples NaN, +-inf or -0.0 inputs: NaN where torch's gradient
+        is NaN); backward writes into none of the arrays it is given."""
         d = Draw(data)
         sample = op.sample(d, d.pick(op.dtypes))
+        special = None
+        if op.grad_specials and d.integer(0, SPECIAL_FRACTION - 1) == 0:
+            special = d.special_values(sample, op.grad_specials)
         got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
             submission, op, sample, d)
         _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out),
-                     axes_note(sample, grad_layout=grad_layout), grad_layout=grad_layout)
+                     axes_note(sample, special, grad_layout=grad_layout),
+                     grad_layout=grad_layout)
 
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(6))
@@ -294,7 +299,7 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     def test_subgradient(submission, op, kink, data):
         """At kinks and ties (hit on purpose), outputs and gradients are torch's."""
         d = Draw(data)
-        sample = kink.sample(d, d.pick(DTYPES))
+        sample = kink.sample(d, d.pick(op.dtypes))
         got, expected_out, expected, grads_out = _forward_and_grads(
             submission, op, sample, d, kink.grad_values)
         note = f" at a kink ({kink.rule})"
@@ -309,7 +314,7 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         the rest of their slice (their softmax underflows to 0, so the log of a softmax
         is -inf), outputs and gradients match torch."""
         d = Draw(data)
-        sample = op.stability(d, d.pick(DTYPES))
+        sample = op.stability(d, d.pick(op.dtypes))
         got, expected_out, expected, grads_out = _forward_and_grads(submission, op, sample, d)
         note = (" with logits around +-1e4, some 1e3 below the rest (subtract the max before "
                 "exp, and never take the log of a softmax that underflowed)")
