@@ -156,15 +156,26 @@ def _bits(a: Any) -> bytes:
 
 class _Snapshot:
     """The bits of the arrays a backward is given or may keep (incoming gradients,
-    inputs, outputs), to tell afterwards whether it wrote into any of them."""
+    inputs, outputs, the arrays its forward saved), to tell afterwards whether it wrote
+    into any of them."""
 
-    def __init__(self, grads: list[Any], inputs: Any, outputs: Any) -> None:
-        self.parts = [[_bits(a) for a in group] for group in (grads, inputs, outputs)]
+    NAMES = ("incoming gradients", "inputs", "outputs", "saved arrays")
 
-    def unchanged(self, grads: list[Any], inputs: Any, outputs: Any) -> dict[str, bool]:
-        return {name: [_bits(a) for a in group] == before for name, group, before in zip(
-            ("incoming gradients", "inputs", "outputs"), (grads, inputs, outputs),
-            self.parts, strict=True)}
+    def __init__(self, grads: list[Any], inputs: Any, outputs: Any, saved: Any = ()) -> None:
+        self.groups = [list(g) for g in (grads, inputs, outputs, saved)]
+        self.parts = [[_bits(a) for a in group] for group in self.groups]
+
+    def unchanged(self) -> dict[str, bool]:
+        return {name: [_bits(a) for a in group] == before
+                for name, group, before in zip(self.NAMES, self.groups, self.parts, strict=True)
+                if group}
+
+
+def _saved_arrays(ctx: Any) -> list[Any]:
+    """What the forward handed to save_for_backward, as this probe finds it on a Function
+    run without recording (``ctx._to_save``; nothing when the name differs)."""
+    saved = getattr(ctx, "_to_save", None)
+    return [x for x in saved if x is not None] if isinstance(saved, (list, tuple)) else []
 
 
 def _direct_backward(capture: _Capture, inputs: _Inputs,
@@ -175,8 +186,8 @@ def _direct_backward(capture: _Capture, inputs: _Inputs,
     that get none, as the engine does; each given one in ``grad_layout``) and collect
     each wanted input's gradient. A call that ran in float32 for low-precision inputs
     (opmath) gets float32 gradients, as the engine gives it. ``owned`` gets, for the
-    incoming gradients, the inputs and the outputs, whether backward left them as they
-    were."""
+    incoming gradients, the inputs, the outputs and the saved arrays, whether backward
+    left them as they were."""
     owned = {} if owned is None else owned
     ctx, args, outputs = capture.calls[0]
     grads = []
@@ -188,9 +199,9 @@ def _direct_backward(capture: _Capture, inputs: _Inputs,
     if getattr(ctx, "_opmath", False):
         grads = [g.astype(np.float32) if g.dtype.name in ("float16", "bfloat16") else g
                  for g in grads]
-    before = _Snapshot(grads, args, outputs)
+    before = _Snapshot(grads, args, outputs, _saved_arrays(ctx))
     result = type(ctx)._function.backward(ctx, *grads)
-    owned.update(before.unchanged(grads, args, outputs))
+    owned.update(before.unchanged())
     if not isinstance(result, tuple):
         result = (result,)
     found: dict[int, np.ndarray] = {}
@@ -335,7 +346,7 @@ def backward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any],
     before = _Snapshot([], leaves, [])
     tt.autograd.backward([o for o, _ in roots], [g for _, g in roots])
     return {"outputs": outputs, "grads": [grad(t) for t in inputs.wanted], "path": "engine",
-            "unchanged": before.unchanged([], leaves, [])}
+            "unchanged": before.unchanged()}
 
 
 def _flat(items: list[Any]) -> list[Any]:
