@@ -299,7 +299,7 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     def test_subgradient(submission, op, kink, data):
         """At kinks and ties (hit on purpose), outputs and gradients are torch's."""
         d = Draw(data)
-        sample = kink.sample(d, d.pick(op.dtypes))
+        sample = kink.sample(d, d.pick(DTYPES))
         got, expected_out, expected, grads_out = _forward_and_grads(
             submission, op, sample, d, kink.grad_values)
         note = f" at a kink ({kink.rule})"
@@ -314,7 +314,7 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         the rest of their slice (their softmax underflows to 0, so the log of a softmax
         is -inf), outputs and gradients match torch."""
         d = Draw(data)
-        sample = op.stability(d, d.pick(op.dtypes))
+        sample = op.stability(d, d.pick(DTYPES))
         got, expected_out, expected, grads_out = _forward_and_grads(submission, op, sample, d)
         note = (" with logits around +-1e4, some 1e3 below the rest (subtract the max before "
                 "exp, and never take the log of a softmax that underflowed)")
