@@ -25,7 +25,8 @@ from ..suites._support import literal
 
 SampleFn = Callable[[Draw, np.dtype], Sample]
 AUTOCAST = ("lower_precision", "fp32", "promote", "none")
-AXES = ("float16", "bfloat16", "mixed_dtypes", *SPECIALS)  # what OpInfo.exempt may name
+# what OpInfo.exempt may name; "grad_<kind>": special values in the backward check
+AXES = ("float16", "bfloat16", "mixed_dtypes", *SPECIALS, *(f"grad_{k}" for k in SPECIALS))
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,12 @@ class OpInfo:
     def specials(self) -> tuple[str, ...]:
         """The kinds of special values its forward check puts into its inputs."""
         return tuple(k for k in SPECIALS if k not in self.exempt)
+
+    @property
+    def grad_specials(self) -> tuple[str, ...]:
+        """The kinds of special values its backward check puts into its inputs (torch's
+        autograd the oracle there too)."""
+        return tuple(k for k in SPECIALS if k not in self.exempt and f"grad_{k}" not in self.exempt)
 
     @property
     def differentiable(self) -> bool:

@@ -148,13 +148,47 @@ def _run_isolated(tt: Any, call: str, inputs: _Inputs) -> tuple[Any, _Capture]:
     return result, capture
 
 
+def _bits(a: Any) -> bytes:
+    """An array's (or a tensor's data's) values, bit for bit (NaN payloads, -0.0)."""
+    a = getattr(a, "data", a) if not isinstance(a, np.ndarray) else a
+    return np.ascontiguousarray(a).tobytes() if isinstance(a, np.ndarray) else b""
+
+
+class _Snapshot:
+    """The bits of the arrays a backward is given or may keep (incoming gradients,
+    inputs, outputs, the arrays its forward saved), to tell afterwards whether it wrote
+    into any of them."""
+
+    NAMES = ("incoming gradients", "inputs", "outputs", "saved arrays")
+
+    def __init__(self, grads: list[Any], inputs: Any, outputs: Any, saved: Any = ()) -> None:
+        self.groups = [list(g) for g in (grads, inputs, outputs, saved)]
+        self.parts = [[_bits(a) for a in group] for group in self.groups]
+
+    def unchanged(self) -> dict[str, bool]:
+        return {name: [_bits(a) for a in group] == before
+                for name, group, before in zip(self.NAMES, self.groups, self.parts, strict=True)
+                if group}
+
+
+def _saved_arrays(ctx: Any) -> list[Any]:
+    """What the forward handed to save_for_backward, as this probe finds it on a Function
+    run without recording (``ctx._to_save``; nothing when the name differs)."""
+    saved = getattr(ctx, "_to_save", None)
+    return [x for x in saved if x is not None] if isinstance(saved, (list, tuple)) else []
+
+
 def _direct_backward(capture: _Capture, inputs: _Inputs,
                      grad_outputs: list[np.ndarray | None],
-                     grad_layout: str = "contiguous") -> list[np.ndarray | None]:
+                     grad_layout: str = "contiguous",
+                     owned: dict[str, bool] | None = None) -> list[np.ndarray | None]:
     """Call the one Function's backward with the incoming gradients (zeros for outputs
     that get none, as the engine does; each given one in ``grad_layout``) and collect
     each wanted input's gradient. A call that ran in float32 for low-precision inputs
-    (opmath) gets float32 gradients, as the engine gives it."""
+    (opmath) gets float32 gradients, as the engine gives it. ``owned`` gets, for the
+    incoming gradients, the inputs, the outputs and the saved arrays, whether backward
+    left them as they were."""
+    owned = {} if owned is None else owned
     ctx, args, outputs = capture.calls[0]
     grads = []
     for k, out in enumerate(outputs):
@@ -165,7 +199,9 @@ def _direct_backward(capture: _Capture, inputs: _Inputs,
     if getattr(ctx, "_opmath", False):
         grads = [g.astype(np.float32) if g.dtype.name in ("float16", "bfloat16") else g
                  for g in grads]
+    before = _Snapshot(grads, args, outputs, _saved_arrays(ctx))
     result = type(ctx)._function.backward(ctx, *grads)
+    owned.update(before.unchanged())
     if not isinstance(result, tuple):
         result = (result,)
     found: dict[int, np.ndarray] = {}
@@ -298,15 +334,26 @@ def backward(tt: Any, call: str, args: list[Any], kwargs: dict[str, Any],
     result, capture = _run_isolated(tt, call, inputs)
     outputs = [array(o) for o in _outputs(result)]
     if len(capture.calls) == 1:
-        return {"outputs": outputs,
-                "grads": _direct_backward(capture, inputs, grad_outputs, grad_layout),
-                "path": "isolated"}
+        owned: dict[str, bool] = {}
+        grads = _direct_backward(capture, inputs, grad_outputs, grad_layout, owned)
+        return {"outputs": outputs, "grads": grads, "path": "isolated", "unchanged": owned}
     inputs = _Inputs(tt, args, kwargs, requires_grad=True)
     results = _outputs(_invoke(tt, call, inputs.args, inputs.kwargs))
     roots = [(o, tt.Tensor(layout(np.asarray(g), grad_layout)))
              for o, g in zip(results, grad_outputs, strict=False) if g is not None]
+    # through the engine (other tasks' code runs too), only the inputs are watched
+    leaves = [x for x in _flat([*inputs.args, *inputs.kwargs.values()]) if hasattr(x, "data")]
+    before = _Snapshot([], leaves, [])
     tt.autograd.backward([o for o, _ in roots], [g for _, g in roots])
-    return {"outputs": outputs, "grads": [grad(t) for t in inputs.wanted], "path": "engine"}
+    return {"outputs": outputs, "grads": [grad(t) for t in inputs.wanted], "path": "engine",
+            "unchanged": before.unchanged()}
+
+
+def _flat(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for x in items:
+        out += _flat(list(x)) if isinstance(x, (list, tuple)) else [x]
+    return out
 
 
 @probe

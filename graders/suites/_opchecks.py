@@ -50,6 +50,22 @@ GRADCHECK_TOLERANCE = (1e-3, 1e-5)  # torch.autograd.gradcheck's (rtol, atol)
 # gradient's dtype), and a sum of low-precision terms that cancels is off by an ulp of
 # its terms, not of its result: torch.testing's defaults (about one ulp) fail correct code.
 LOW_PRECISION_GRAD_TOLERANCE = {"float16": (4e-3, 1e-3), "bfloat16": (3.2e-2, 8e-3)}
+# float64 outputs and gradients (the dtype axis): torch computes them in float64, so a
+# value rounded through float32 on the way (a float32 buffer, a float32 scalar) is wrong.
+# torch.testing's float64 default (1e-7, 1e-7) is above float32's rounding (eps 2**-24
+# relative, 6e-8) and lets it pass; 1e-9 sees it on values near 1, and leaves correct
+# float64 code (a different order of operations: a few eps, 1e-15, amplified by
+# cancellation on logits around 1e4 to about 1e-12) far inside.
+FLOAT64_TOLERANCE = (1e-9, 1e-9)
+
+
+def _tolerance(op: OpInfo, dtype: np.dtype) -> tuple[float | None, float | None]:
+    """The op table's tolerance for a result of ``dtype``, else FLOAT64_TOLERANCE for
+    float64 (None: torch.testing's default for the dtype)."""
+    rtol, atol = op.tolerance(dtype)
+    if rtol is None and atol is None and np.dtype(dtype) == np.float64:
+        return FLOAT64_TOLERANCE
+    return rtol, atol
 
 
 def _params(ops: list[OpInfo]) -> list[Any]:
@@ -92,7 +108,7 @@ def _check_outputs(op: OpInfo, call: str, sample: Sample, got: list[np.ndarray],
                  what=f"{op.name}: number of outputs", case=case, reproducer=repro)
     assert_conforms(got, [None] * len(expected), what=f"{op.name}: the outputs")
     for k, (g, e) in enumerate(zip(got, expected, strict=True)):
-        rtol, atol = op.tolerance(e.dtype)
+        rtol, atol = _tolerance(op, e.dtype)
         label = "output" if len(expected) == 1 else f"output {k}"
         assert_close(g, e, what=f"{op.name}: {label}{note}", rtol=rtol, atol=atol, case=case,
                      reproducer=repro)
@@ -109,7 +125,7 @@ def _check_grads(op: OpInfo, sample: Sample, got: list[Any], expected: list[np.n
     # checks it is an array of the right shape)
     assert_conforms(got, [None] * len(expected), what=f"{op.name}: the input gradients")
     for t, g, e in zip(sample.differentiable(), got, expected, strict=True):
-        rtol, atol = tolerance or op.tolerance(e.dtype)
+        rtol, atol = tolerance or _tolerance(op, e.dtype)
         if rtol is None and atol is None:
             rtol, atol = LOW_PRECISION_GRAD_TOLERANCE.get(e.dtype.name, (None, None))
         assert_close(g, e, what=f"{op.name}: gradient of {names[id(t)]}{note}", rtol=rtol,
@@ -142,12 +158,28 @@ def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
     expected_out, expected = oracle.backward(op, sample, grads_out)
     got = _call(submission, "backward", op, op.calls[0], sample, grads_out,
                 grad_layout=grad_layout)
-    assert_conforms(got, {"outputs": None, "grads": None}, what=f"{op.name}: the observation")
+    assert_conforms(got, {"outputs": None, "grads": None, "unchanged": {"inputs": True}},
+                    what=f"{op.name}: the observation")
+    _check_ownership(op, sample, got["unchanged"], grads_out, grad_layout)
     if any(t.value.dtype in LOW_PRECISION for t in sample.tensors()):
         opmath = oracle.backward_opmath(op, sample, grads_out)
         expected = [_either(op, g, native, wide) for g, native, wide
                     in zip(got["grads"], expected, opmath, strict=False)] + expected[len(opmath):]
     return got, expected_out, expected, grads_out, grad_layout
+
+
+def _check_ownership(op: OpInfo, sample: Sample, unchanged: dict[str, Any],
+                     grads_out: list[np.ndarray | None], grad_layout: str) -> None:
+    """The ownership axis: backward must not write into the arrays it is given or that
+    the graph keeps (the incoming gradients, the inputs, the outputs it saved), as
+    torch's never does: ``grad /= n`` changes the caller's gradient."""
+    for what, same in unchanged.items():
+        assert_equal(same, True, what=f"{op.name}: are the {what} left as they were after "
+                     f"backward (ownership: backward must not write into arrays the caller "
+                     f"or the graph keeps; compute a new array)",
+                     case=describe(sample),
+                     reproducer=reproducer(op.calls[0], sample, grads_out, len(grads_out),
+                                           grad_layout=grad_layout))
 
 
 def _either(op: OpInfo, got: Any, native: np.ndarray, wide: np.ndarray) -> np.ndarray:
@@ -230,13 +262,18 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     def test_backward(submission, op, data):
         """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
         non-contiguous inputs and incoming gradients, float16, bfloat16, float32 and
-        float64)."""
+        float64, and in some samples NaN, +-inf or -0.0 inputs: NaN where torch's gradient
+        is NaN); backward writes into none of the arrays it is given."""
         d = Draw(data)
         sample = op.sample(d, d.pick(op.dtypes))
+        special = None
+        if op.grad_specials and d.integer(0, SPECIAL_FRACTION - 1) == 0:
+            special = d.special_values(sample, op.grad_specials)
         got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
             submission, op, sample, d)
         _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out),
-                     axes_note(sample, grad_layout=grad_layout), grad_layout=grad_layout)
+                     axes_note(sample, special, grad_layout=grad_layout),
+                     grad_layout=grad_layout)
 
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(6))

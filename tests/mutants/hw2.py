@@ -367,6 +367,36 @@ MUTANTS = [
         why="view's backward sets .shape on the incoming gradient, which fails for a "
             "non-contiguous gradient (only a strided incoming gradient tells)",
     ),
+    # ----- the axes of issue 19: ownership, options at falsy values, float64 ---------------
+    Mutant(
+        id="mse-loss-backward-scales-saved-diff",
+        task="2.7",
+        file="ops/loss.py",
+        find="        grad_input = 2 * diff.data * grad\n",
+        replace="        diff.data *= 2\n        grad_input = diff.data * grad\n",
+        why="mse_loss's backward doubles the difference it saved in place (a second backward, "
+            "or anything else holding the saved array, then sees it doubled)",
+    ),
+    Mutant(
+        id="leaky-relu-slope-zero-means-default",
+        task="2.6",
+        file="ops/activation.py",
+        find="        ctx.negative_slope = negative_slope\n",
+        replace="        ctx.negative_slope = negative_slope or 0.01\n",
+        why="leaky_relu's backward takes a slope of 0.0 for 'not given' (the default 0.01)",
+    ),
+    Mutant(
+        id="softmax-backward-in-float32",
+        task="2.6",
+        file="ops/activation.py",
+        find="""        (result,) = ctx.saved_tensors
+        y = result.data
+        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True))""",
+        replace="""        (result,) = ctx.saved_tensors
+        y = result.data.astype(np.float32)
+        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True))""",
+        why="softmax's backward rounds the saved float64 softmax through float32",
+    ),
 ]
 
 ALTERNATIVES = [
