@@ -363,14 +363,28 @@ def detach(tt: Any, x: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _hook(tt: Any, seen: list[Any], where: str, index: int, step: list[Any]) -> Callable:
-    """A hook that logs what it sees, then returns grad * k ("mul"), grad + c ("add") or
-    None ("observe")."""
+def _hook(tt: Any, seen: list[Any], where: str, index: int, step: list[Any],
+          tensor: Any = None, handles: dict[int, Any] | None = None) -> Callable:
+    """A hook that logs what it sees, then returns grad * k ("mul", and "remove_self",
+    "remove_next" after removing its own handle or the next hook's on the tensor),
+    grad + c ("add"), or None ("observe"; "inplace" after multiplying the gradient it
+    was given by k in place; "register" after registering a hook returning grad * k on
+    the tensor, logged as index 100 + its own)."""
     kind = step[0]
 
     def hook(g: Any) -> Any:
         seen.append([where, index, array(g)])
-        if kind == "mul":
+        if kind == "inplace":
+            g.data[...] *= float(step[1])
+            return None
+        if kind == "register":
+            tensor.register_hook(_hook(tt, seen, where, 100 + index, ["mul", step[1]]))
+            return None
+        if kind in ("remove_self", "remove_next"):
+            handle = handles.pop(index if kind == "remove_self" else index + 1, None)
+            if handle is not None:
+                handle.remove()
+        if kind in ("mul", "remove_self", "remove_next"):
             return tt.tensor(array(g) * float(step[1]))
         if kind == "add":
             return tt.tensor(array(g) + float(step[1]))
@@ -382,23 +396,32 @@ def _hook(tt: Any, seen: list[Any], where: str, index: int, step: list[Any]) -> 
 @probe
 @_recorded_by_the_probes
 def hook_chain(tt: Any, x: np.ndarray, mid_steps: list[list[Any]],
-               leaf_steps: list[list[Any]]) -> dict[str, Any]:
-    """mid = sin(x); y = 2 * mid; sum(y).backward(). Before that, ``mid_steps`` on mid and
-    ``leaf_steps`` on x, in order: ["retain"] calls retain_grad(), any other step registers
-    a hook (``_hook``). Reports every hook call in order, mid.grad, x.grad and
+               leaf_steps: list[list[Any]], mid_op: str = "sin",
+               calls: int = 1) -> dict[str, Any]:
+    """mid = sin(x) (``mid_op`` "sin") or x + 0.5 ("add"); y = 2 * mid;
+    sum(y).backward(retain_graph=True) ``calls`` times. Before that, ``mid_steps`` on mid
+    and ``leaf_steps`` on x, in order: ["retain"] calls retain_grad(), any other step
+    registers a hook (``_hook``). Reports every hook call in order, mid.grad, x.grad and
     retains_grad."""
     fns = functions(tt)
     xt = _leaf(tt, x)
-    mid = apply(fns, "sin", [xt])
+    if mid_op == "add":
+        mid = apply(fns, "add", [xt, _leaf(tt, np.full(np.shape(x), 0.5), False)])
+    else:
+        mid = apply(fns, "sin", [xt])
     seen: list[Any] = []
     for where, tensor, steps in (("mid", mid, mid_steps), ("x", xt, leaf_steps)):
+        handles: dict[int, Any] = {}
         for i, step in enumerate(steps):
             if step[0] == "retain":
                 tensor.retain_grad()
             else:
-                tensor.register_hook(_hook(tt, seen, where, i, step))
+                handles[i] = tensor.register_hook(_hook(tt, seen, where, i, step, tensor,
+                                                        handles))
     y = apply(fns, "scale", [mid, 2.0])
-    run_backward(tt, [(apply(fns, "sum", [y]), None)])
+    out = apply(fns, "sum", [y])
+    for _ in range(calls):
+        run_backward(tt, [(out, None)], retain_graph=True)
     return {"seen": seen, "mid_grad": grad(mid), "x_grad": grad(xt),
             "retains_grad": [bool(mid.retains_grad), bool(xt.retains_grad)]}
 
