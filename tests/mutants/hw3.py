@@ -263,6 +263,15 @@ MUTANTS = [
         replace="",
         why="save_on_disk's files stay after the graph is freed",
     ),
+    Mutant(
+        id="disk-unpack-read-only-memmap",
+        task="3.3",
+        file="autograd/graph.py",
+        find="        return Tensor(np.load(saved.path, allow_pickle=False))",
+        replace='        return Tensor(np.load(saved.path, mmap_mode="r", allow_pickle=False))',
+        why="save_on_disk's unpack maps the file read-only: writing into the unpacked tensor "
+            "fails (ownership axis; torch's unpacked tensor is the caller's)",
+    ),
     # ----- 3.4 checkpoint ---------------------------------------------------------------------
     Mutant(
         id="checkpoint-keeps-activations",
