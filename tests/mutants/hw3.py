@@ -151,6 +151,16 @@ MUTANTS = [
         why="a view of a leaf made under no_grad gets the view-of-a-leaf error instead of "
             "torch's no_grad-view error",
     ),
+    Mutant(
+        id="copy-slices-grad-copied-in-its-own-order",
+        task="3.1",
+        file="autograd/inplace.py",
+        find='        result = np.array(grad, order="C", copy=True)',
+        replace="        result = np.copy(grad)",
+        why="CopySlices copies the incoming gradient with np.copy (order 'K'): a transposed "
+            "gradient stays Fortran-ordered, reshape(-1) copies, and the view's part of the "
+            "gradient is never written (layout axis)",
+    ),
     # ----- 3.2 saved-tensor hooks -----------------------------------------------------------
     Mutant(
         id="pack-per-use",
