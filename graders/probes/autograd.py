@@ -134,6 +134,39 @@ def grad_mode_restored_after_exception(tt: Any, order: Any = None) -> dict[str, 
 
 
 @probe
+def grad_mode_nested_exceptions(tt: Any, cases: list[Any]) -> list[Any]:
+    """Each case: ``[contexts, catch_at]``, contexts (outer first) each ``[kind, arg]``
+    (``_context``); an exception raised inside the innermost is caught inside the first
+    ``catch_at`` contexts (0: outside them all). Reports, per case, [is_grad_enabled,
+    is_inference_mode_enabled] where it was caught and after every block is left."""
+
+    def mode() -> list[bool]:
+        return [bool(tt.is_grad_enabled()), bool(tt.is_inference_mode_enabled())]
+
+    def enter(contexts: list[Any], depth: int, catch_at: int, seen: list[Any]) -> None:
+        if depth == len(contexts):
+            raise KeyError("boom")
+        with _context(tt, *contexts[depth]):
+            if depth + 1 == catch_at:
+                try:
+                    enter(contexts, depth + 1, catch_at, seen)
+                except KeyError:
+                    seen.append(mode())
+            else:
+                enter(contexts, depth + 1, catch_at, seen)
+
+    out = []
+    for contexts, catch_at in cases:
+        seen: list[Any] = []
+        try:
+            enter(contexts, 0, int(catch_at), seen)
+        except KeyError:
+            seen.append(mode())
+        out.append([seen[0] if seen else None, mode()])
+    return out
+
+
+@probe
 @_recorded_by_the_probes
 def grad_mode_decorators(tt: Any, values: Any = None) -> dict[str, Any]:
     """no_grad(), enable_grad() and set_grad_enabled(b) used as decorators; whether an op

@@ -166,6 +166,27 @@ class enable_grad""",
         why="leaving no_grad always enables grad instead of restoring the previous mode",
     ),
     Mutant(
+        id="enable-grad-not-restored-on-exception",
+        task="1.3",
+        file="autograd/grad_mode.py",
+        find="""        _state.grad_enabled = True
+        # END SOLUTION
+
+    def __exit__(self, *exc: object) -> None:
+        # BEGIN SOLUTION 1.3
+        _state.grad_enabled = self._prev""",
+        replace="""        _state.grad_enabled = True
+        # END SOLUTION
+
+    def __exit__(self, *exc: object) -> None:
+        # BEGIN SOLUTION 1.3
+        if exc[0] is None:
+            _state.grad_enabled = self._prev""",
+        why="enable_grad restores the previous mode only when its block ends normally: "
+            "inside no_grad, an exception leaves grad mode on (axis: grad modes left "
+            "through an exception, nested)",
+    ),
+    Mutant(
         id="inference-tensor-saved",
         task="1.3",
         file="autograd/grad_mode.py",
