@@ -128,6 +128,49 @@ def bad_unpack(tt: Any, x: Any = None) -> dict[str, Any]:
 
 
 @probe
+def raising_hooks(tt: Any, x: Any, where: str) -> dict[str, Any]:
+    """A pair whose pack hook (``where`` "pack") or unpack hook ("unpack") raises
+    KeyError: y = sin(x) under the pair, then sum(y).backward(). Reports what each step
+    raised, x.grad, the grad mode and the hook calls after, then what a fresh
+    sum(sin(x)).backward() outside the pair gives (the hooks are no longer active)."""
+    fns = functions(tt)
+    xt = tt.tensor(np.asarray(x, np.float64), requires_grad=True)
+    calls: list[str] = []
+
+    def pack(tensor: Any) -> Any:
+        calls.append("pack")
+        if where == "pack":
+            raise KeyError("pack boom")
+        return tensor
+
+    def unpack(packed: Any) -> Any:
+        calls.append("unpack")
+        if where == "unpack":
+            raise KeyError("unpack boom")
+        return packed
+
+    out: dict[str, Any] = {}
+    state: dict[str, Any] = {}
+
+    def forward() -> None:
+        with tt.autograd.graph.saved_tensors_hooks(pack, unpack):
+            state["y"] = apply(fns, "sin", [xt])
+
+    out["forward"] = raised(forward)
+    out["backward"] = (raised(lambda: apply(fns, "sum", [state["y"]]).backward())
+                       if "y" in state else raised(lambda: None))
+    out["x_grad_is_none"] = xt.grad is None
+    out["grad_enabled"] = bool(tt.is_grad_enabled())
+    out["calls"] = list(calls)
+    xt.grad = None
+    apply(fns, "sum", [apply(fns, "sin", [xt])]).backward()
+    out["after_grad"] = grad(xt)
+    out["after_calls"] = calls[len(out["calls"]):]
+    out["after_grad_enabled"] = bool(tt.is_grad_enabled())
+    return out
+
+
+@probe
 def hooks_per_thread(tt: Any, x: Any = None) -> dict[str, Any]:
     """Hooks installed in another thread do not apply in this one."""
     import threading

@@ -240,6 +240,19 @@ MUTANTS = [
         why="an unknown grad_fn._saved_<name> raises AttributeError('_saved_x'), not Python's "
             "\"'MulBackward0' object has no attribute '_saved_x'\"",
     ),
+    Mutant(
+        id="unpack-grad-mode-not-restored-on-exception",
+        task="3.2",
+        file="autograd/saved.py",
+        find="""        with grad_mode.no_grad():
+            tensor = self._unpack_hook(self._packed)""",
+        replace="""        previous = grad_mode._state.grad_enabled
+        grad_mode._state.grad_enabled = False
+        tensor = self._unpack_hook(self._packed)
+        grad_mode._state.grad_enabled = previous""",
+        why="the unpack hook runs with grad mode off, but an exception in it leaves grad mode "
+            "off (exception axis)",
+    ),
     # ----- 3.3 offload ------------------------------------------------------------------------
     Mutant(
         id="cpu-offload-loses-shape",

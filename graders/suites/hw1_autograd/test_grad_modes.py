@@ -127,6 +127,9 @@ def _describe_nesting(contexts, catch_at):
     st.lists(st.sampled_from(_CONTEXTS), min_size=1, max_size=3).flatmap(
         lambda ctxs: st.tuples(st.just(ctxs), st.integers(0, len(ctxs) - 1))),
     min_size=1, max_size=4))
+@example(cases=[(ctxs, at) for inner in _CONTEXTS for outer in (["no_grad", None],
+                                                               ["inference_mode", True])
+                for ctxs, at in (([outer, inner], 0), ([outer, inner], 1))])
 def test_every_mode_restored_when_nested_blocks_raise(submission, cases):
     """Every grad-mode context (no_grad, enable_grad, set_grad_enabled, inference_mode),
     nested, left through an exception restores the mode it found: where the exception is

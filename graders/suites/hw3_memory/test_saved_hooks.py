@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
-from graders.checks.structure import RAISED, Kind, ListOf, conform
+from graders.checks.structure import RAISED, Kind, ListOf, Shaped, conform
 from graders.oracle import memory as mlp_oracle
 from graders.oracle import saved_hooks as oracle
 from graders.strategies.programs import describe, functions_source, programs
 from graders.suites._seed import case_seed, seeded_values
-from graders.suites._support import examples, task
+from graders.suites._support import examples, literal, task
 
 HOOKS_CODE = ("pack(t): log 'pack', keep t, return its number; unpack(n): log 'unpack', "
               "return the kept tensor")
@@ -111,6 +113,80 @@ def test_unpack_hook_must_return_a_tensor(submission):
     conform(got, {"backward": RAISED}, what="saved_hooks.bad_unpack")
     assert_raises_like(got["backward"], "TypeError", what="backward when unpack_hook returns 7",
                        contains=("unpack_hook expected to be a Tensor", "result of type int"))
+
+
+def _torch_raising_hooks(x, where):
+    calls = []
+
+    def pack(tensor):
+        calls.append("pack")
+        if where == "pack":
+            raise KeyError("pack boom")
+        return tensor
+
+    def unpack(packed):
+        calls.append("unpack")
+        if where == "unpack":
+            raise KeyError("unpack boom")
+        return packed
+
+    xt = torch.tensor(np.asarray(x, np.float64), requires_grad=True)
+    out, y = {}, None
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = torch.sin(xt)
+        out["forward"] = None
+    except KeyError:
+        out["forward"] = "KeyError"
+    out["backward"] = None
+    if y is not None:
+        try:
+            y.sum().backward()
+        except KeyError:
+            out["backward"] = "KeyError"
+    out["x_grad_is_none"] = xt.grad is None
+    out["grad_enabled"] = torch.is_grad_enabled()
+    out["calls"] = list(calls)
+    xt.grad = None
+    torch.sin(xt).sum().backward()
+    out["after_grad"] = xt.grad.numpy()
+    out["after_calls"] = calls[len(out["calls"]):]
+    out["after_grad_enabled"] = torch.is_grad_enabled()
+    return out
+
+
+@task("3.2")
+@pytest.mark.parametrize("where", ["pack", "unpack"])
+def test_a_raising_hook_reaches_the_caller_and_leaves_nothing_behind(submission, where):
+    """A pack hook (in the forward) or unpack hook (in backward) that raises: the
+    exception reaches the caller with its type (as torch), the grad mode is what it was,
+    and once the block is left the pair is gone: the next forward and backward run
+    normally, without calling it (exception axis)."""
+    x = seeded_values([0.5, -1.0, 2.0], "3.2 raising hook")
+    got = submission.call("saved_hooks.raising_hooks", x, where)
+    conform(got, {"forward": RAISED, "backward": RAISED, "x_grad_is_none": Kind(bool),
+                  "grad_enabled": Kind(bool), "calls": ListOf(Kind(str)),
+                  "after_grad": Shaped(np.shape(x)), "after_calls": ListOf(Kind(str)),
+                  "after_grad_enabled": Kind(bool)}, what="saved_hooks.raising_hooks")
+    expected = _torch_raising_hooks(x, where)
+    axis = f" (after an exception raised by the {where} hook)"
+    case = (f"x = {literal(x)}; with saved_tensors_hooks(pack, unpack): y = x.sin(); "
+            f"y.sum().backward(); the {where} hook raises KeyError; then "
+            "x.sin().sum().backward() outside the block")
+    assert_raises_like(got["forward"], expected["forward"],
+                       what=f"the forward under the pair{axis}", case=case)
+    assert_raises_like(got["backward"], expected["backward"],
+                       what=f"the backward of the graph built under the pair{axis}", case=case)
+    assert_equal([got["calls"], got["x_grad_is_none"], got["grad_enabled"]],
+                 [expected["calls"], expected["x_grad_is_none"], expected["grad_enabled"]],
+                 what=f"[hook calls, x.grad is None, tt.is_grad_enabled()] right after{axis}",
+                 case=case)
+    assert_equal([got["after_calls"], got["after_grad_enabled"]],
+                 [expected["after_calls"], expected["after_grad_enabled"]],
+                 what=f"[hook calls, tt.is_grad_enabled()] of the next backward{axis}",
+                 case=case)
+    assert_close(got["after_grad"], expected["after_grad"],
+                 what=f"x.grad of the next backward{axis}", case=case)
 
 
 @task("3.2")
