@@ -7,6 +7,7 @@ calls are compared with torch's on the same program.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.structure import RAISED, Kind, ListOf, Shaped, conform
@@ -286,3 +288,64 @@ def test_packed_tensors_are_not_kept(submission):
     assert_equal(got["live_bytes"], 0, what="bytes of activations still alive after the "
                  f"forward under saved_tensors_hooks(lambda t: None, ...) (plain run: "
                  f"{plain['live_bytes']})")
+
+
+def _torch_raising_hooks_nested(x, where, nested):
+    graph = torch.autograd.graph
+    outer_calls = []
+
+    def boom(_):
+        raise KeyError("boom")
+
+    def count(kind):
+        def hook(t):
+            outer_calls.append(kind)
+            return t
+        return hook
+
+    outer = graph.saved_tensors_hooks(count("pack"), count("unpack")) if nested else None
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    with outer if outer is not None else contextlib.nullcontext():
+        error = None
+        try:
+            with graph.saved_tensors_hooks(boom if where == "pack" else (lambda t: t),
+                                           (lambda t: t) if where == "pack" else boom):
+                y = torch.sin(xt)
+            y.sum().backward()
+        except KeyError as e:
+            error = type(e).__name__
+        modes = [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+        before = len(outer_calls)
+        x2 = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        torch.sin(x2).sum().backward()
+    return {"error": error, "modes": modes, "outer_calls": outer_calls[before:],
+            "x_grad": x2.grad.numpy()}
+
+
+@task("3.2")
+@settings(max_examples=examples(4))
+@given(x=arrays(np.float64, st.integers(1, 4), elements=st.floats(-1.5, 1.5)),
+       where=st.sampled_from(["pack", "unpack"]), nested=st.booleans())
+def test_raising_hook_inside_an_outer_pair_restores_the_outer_pair(submission, x, where, nested):
+    """A pack or unpack hook that raises: the exception reaches the caller, grad mode and
+    the hooks in effect are restored (the outer pair when nested), and the next forward and
+    backward work normally, as in torch."""
+    got = submission.call("saved_hooks.raising_hooks_nested", x, where, nested)
+    expected = _torch_raising_hooks_nested(x, where, nested)
+    conform(got, {"error": RAISED, "modes": [Kind(bool), Kind(bool)],
+                  "outer_calls": ListOf(Kind(str)), "again": RAISED,
+                  "x_grad": Kind(None, np.ndarray)}, what="saved_hooks.raising_hooks")
+    axis = f"after a{'n un' if where == 'unpack' else ' '}pack hook raised"
+    case = (f"x = {literal(x)}; " + ("inside an outer counting saved_tensors_hooks pair; "
+                                     if nested else "")
+            + f"with saved_tensors_hooks(...{where} raising KeyError...): y = sin(x); "
+            "y.sum().backward(); then a new sin(x2).sum().backward()")
+    assert_raises_like(got["error"], expected["error"], what=f"the caller ({axis})", case=case)
+    assert_equal(got["modes"], expected["modes"],
+                 what=f"[is_grad_enabled, is_inference_mode_enabled] {axis}", case=case)
+    assert_raises_like(got["again"], None, what=f"the next forward and backward {axis}",
+                       case=case)
+    assert_equal(got["outer_calls"], expected["outer_calls"],
+                 what=f"hook calls of the pair in effect in the next forward and backward {axis}",
+                 case=case)
+    assert_close(got["x_grad"], expected["x_grad"], what=f"x2.grad {axis}", case=case)
