@@ -163,7 +163,7 @@ def raising_hooks(tt: Any, x: Any, where: str) -> dict[str, Any]:
     out["grad_enabled"] = bool(tt.is_grad_enabled())
     out["calls"] = list(calls)
     xt.grad = None
-    apply(fns, "sum", [apply(fns, "sin", [xt])]).backward()
+    out["after_backward"] = raised(lambda: apply(fns, "sum", [apply(fns, "sin", [xt])]).backward())
     out["after_grad"] = grad(xt)
     out["after_calls"] = calls[len(out["calls"]):]
     out["after_grad_enabled"] = bool(tt.is_grad_enabled())

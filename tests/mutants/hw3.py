@@ -297,6 +297,24 @@ MUTANTS = [
     ),
     # ----- 3.4 checkpoint ---------------------------------------------------------------------
     Mutant(
+        id="checkpoint-rng-not-put-back-on-exception",
+        task="3.4",
+        file="utils/checkpoint.py",
+        find="""        try:
+            with grad_mode.enable_grad():
+                outputs = ctx.function(*args)
+        finally:
+            if ctx.rng_state is not None:  # without preserve_rng_state, draws move it on
+                generator.bit_generator.state = state_now""",
+        replace="""        with grad_mode.enable_grad():
+            outputs = ctx.function(*args)
+        if ctx.rng_state is not None:  # without preserve_rng_state, draws move it on
+            generator.bit_generator.state = state_now""",
+        why="when backward's recomputation raises, the generator is left at the forward's "
+            "saved state instead of being put back (exception axis; torch's fork_rng "
+            "restores it)",
+    ),
+    Mutant(
         id="checkpoint-keeps-activations",
         task="3.4",
         file="utils/checkpoint.py",

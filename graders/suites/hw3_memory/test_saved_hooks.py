@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
-from graders.checks.structure import RAISED, Kind, ListOf, Shaped, conform
+from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import memory as mlp_oracle
 from graders.oracle import saved_hooks as oracle
 from graders.strategies.programs import describe, functions_source, programs
@@ -168,7 +168,8 @@ def test_a_raising_hook_reaches_the_caller_and_leaves_nothing_behind(submission,
     got = submission.call("saved_hooks.raising_hooks", x, where)
     conform(got, {"forward": RAISED, "backward": RAISED, "x_grad_is_none": Kind(bool),
                   "grad_enabled": Kind(bool), "calls": ListOf(Kind(str)),
-                  "after_grad": Shaped(np.shape(x)), "after_calls": ListOf(Kind(str)),
+                  "after_backward": RAISED, "after_grad": Kind(None, np.ndarray),
+                  "after_calls": ListOf(Kind(str)),
                   "after_grad_enabled": Kind(bool)}, what="saved_hooks.raising_hooks")
     expected = _torch_raising_hooks(x, where)
     axis = f" (after an exception raised by the {where} hook)"
@@ -187,6 +188,7 @@ def test_a_raising_hook_reaches_the_caller_and_leaves_nothing_behind(submission,
                  [expected["after_calls"], expected["after_grad_enabled"]],
                  what=f"[hook calls, tt.is_grad_enabled()] of the next backward{axis}",
                  case=case)
+    assert_raises_like(got["after_backward"], None, what=f"the next backward{axis}", case=case)
     assert_close(got["after_grad"], expected["after_grad"],
                  what=f"x.grad of the next backward{axis}", case=case)
 
