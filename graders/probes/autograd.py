@@ -618,3 +618,34 @@ def detach_inference(tt: Any, values: Any = None) -> dict[str, Any]:
     seen = [plain.detach().is_inference(), inference.detach().is_inference()]
     return {"plain": [type(seen[0]).__name__, bool(seen[0])],
             "inference": [type(seen[1]).__name__, bool(seen[1])]}
+
+
+@probe
+@_recorded_by_the_probes
+def raising_tensor_hook(tt: Any, x: np.ndarray, where: str) -> dict[str, Any]:
+    """mid = sin(x); a hook on mid (``where`` "mid") or on x ("leaf") that raises
+    ValueError on its first call and returns grad * 2 after; out = sum(3 * mid);
+    out.backward(retain_graph=True) (fails), then out.backward() again. Reports the first
+    error, x.grad and the grad mode after it, then the second backward's error, x.grad
+    and the hook's calls."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    mid = apply(fns, "sin", [xt])
+    calls: list[int] = []
+
+    def hook(g: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("hook boom")
+        return tt.tensor(array(g) * 2.0)
+
+    (mid if where == "mid" else xt).register_hook(hook)
+    out = apply(fns, "sum", [apply(fns, "scale", [mid, 3.0])])
+    first = raised(lambda: run_backward(tt, [(out, None)], retain_graph=True))
+    result = {"first": first, "x_grad_is_none": xt.grad is None,
+              "grad_enabled": bool(tt.is_grad_enabled())}
+    result["second"] = raised(lambda: run_backward(tt, [(out, None)]))
+    result["x_grad"] = grad(xt)
+    result["calls"] = len(calls)
+    result["after_grad_enabled"] = bool(tt.is_grad_enabled())
+    return result

@@ -279,6 +279,29 @@ class enable_grad""",
         why="a leaf's hooks run in reverse order of registration",
     ),
     Mutant(
+        id="leaf-hooks-set-aside-while-running",
+        task="1.4",
+        file="autograd/node.py",
+        find="""        for hook in list(self.variable._backward_hooks or ()):
+            if grads[0] is None:
+                break
+            result = hook(Tensor(grads[0]))
+            if result is not None:
+                grads[0] = result.data
+        return grads""",
+        replace="""        hooks, self.variable._backward_hooks = self.variable._backward_hooks, None
+        for hook in list(hooks or ()):
+            if grads[0] is None:
+                break
+            result = hook(Tensor(grads[0]))
+            if result is not None:
+                grads[0] = result.data
+        self.variable._backward_hooks = hooks
+        return grads""",
+        why="a leaf's hooks are set aside while they run and put back after: a hook that "
+            "raises leaves the leaf without its hooks (exception axis)",
+    ),
+    Mutant(
         id="retain-grad-without-requires-grad",
         task="1.4",
         file="tensor.py",

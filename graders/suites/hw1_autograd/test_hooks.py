@@ -395,3 +395,65 @@ def test_detach_keeps_inference(submission):
         assert_equal(got[key], [type(value).__name__, value],
                      what=f"detach() of {'an inference' if key == 'inference' else 'a normal'} "
                           "tensor: [type, value] of is_inference()")
+
+
+def _torch_raising_tensor_hook(x, where):
+    t = torch.tensor(np.asarray(x, np.float64), requires_grad=True)
+    mid = torch.sin(t)
+    calls = []
+
+    def hook(g):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("hook boom")
+        return g * 2.0
+
+    (mid if where == "mid" else t).register_hook(hook)
+    out = (3.0 * mid).sum()
+    first = None
+    try:
+        out.backward(retain_graph=True)
+    except ValueError as e:
+        first = type(e).__name__
+    result = {"first": first, "x_grad_is_none": t.grad is None,
+              "grad_enabled": torch.is_grad_enabled()}
+    out.backward()
+    result.update(x_grad=t.grad.numpy(), calls=len(calls),
+                  after_grad_enabled=torch.is_grad_enabled())
+    return result
+
+
+@task("1.4")
+@settings(max_examples=examples(4))
+@given(x=vectors, where=st.sampled_from(["mid", "leaf"]))
+@example(x=CHAIN_EXAMPLE, where="leaf")
+@example(x=CHAIN_EXAMPLE, where="mid")
+def test_a_raising_tensor_hook_reaches_the_caller_and_leaves_hooks_in_place(submission, x,
+                                                                            where):
+    """A tensor hook that raises: the exception reaches backward's caller with its type
+    (as torch), no leaf gradient is written, the grad mode is what it was, and the hook
+    stays registered: the next backward calls it and uses its result (exception axis)."""
+    if x is CHAIN_EXAMPLE:
+        x = seeded_values(CHAIN_EXAMPLE, "1.4 raising hook")
+    got = submission.call("autograd.raising_tensor_hook", x, where)
+    assert_conforms(got, {"first": _RAISED, "x_grad_is_none": True, "grad_enabled": True,
+                          "second": _RAISED, "x_grad": None, "calls": 0,
+                          "after_grad_enabled": True}, what="the observation")
+    expected = _torch_raising_tensor_hook(x, where)
+    on = "mid" if where == "mid" else "x"
+    axis = " (after an exception raised by a tensor hook)"
+    case = (f"x = {literal(x)}; mid = x.sin(); {on}.register_hook(h), h raising ValueError on "
+            "its first call and returning g * 2 after; out = (3 * mid).sum(); "
+            "out.backward(retain_graph=True) (raises); out.backward()")
+    assert_raises_like(got["first"], expected["first"], what=f"the first backward{axis}",
+                       case=case)
+    assert_equal([got["x_grad_is_none"], got["grad_enabled"]],
+                 [expected["x_grad_is_none"], expected["grad_enabled"]],
+                 what=f"[x.grad is None, tt.is_grad_enabled()] right after{axis}", case=case)
+    assert_raises_like(got["second"], None, what=f"the next backward{axis}", case=case)
+    assert_equal([got["calls"], got["after_grad_enabled"]],
+                 [expected["calls"], expected["after_grad_enabled"]],
+                 what=f"[calls of the hook, tt.is_grad_enabled()] after the next backward{axis}",
+                 case=case)
+    assert_close(got["x_grad"], expected["x_grad"], what=f"x.grad of the next backward{axis}",
+                 case=case)
