@@ -91,6 +91,16 @@ MUTANTS = [
             "inputs, so the nodes below it never run (y = Zero(b) + a loses a's gradient)",
     ),
     Mutant(
+        id="dependencies-counted-from-the-first-root",
+        task="1.2",
+        file="autograd/engine.py",
+        find="    dependencies = _count_dependencies([node for (node, _), _ in roots])",
+        replace="    dependencies = _count_dependencies([roots[0][0][0]])",
+        why="the engine counts dependencies below the first root only: with roots in "
+            "different parts of the graph (a backward from only some outputs) a node runs "
+            "before every gradient reached it",
+    ),
+    Mutant(
         id="roots-one-at-a-time",
         task="1.2",
         file="autograd/engine.py",
