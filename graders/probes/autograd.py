@@ -134,6 +134,39 @@ def grad_mode_restored_after_exception(tt: Any, order: Any = None) -> dict[str, 
 
 
 @probe
+def grad_mode_nested_exceptions(tt: Any, cases: list[Any]) -> list[Any]:
+    """Each case: ``[contexts, catch_at]``, contexts (outer first) each ``[kind, arg]``
+    (``_context``); an exception raised inside the innermost is caught inside the first
+    ``catch_at`` contexts (0: outside them all). Reports, per case, [is_grad_enabled,
+    is_inference_mode_enabled] where it was caught and after every block is left."""
+
+    def mode() -> list[bool]:
+        return [bool(tt.is_grad_enabled()), bool(tt.is_inference_mode_enabled())]
+
+    def enter(contexts: list[Any], depth: int, catch_at: int, seen: list[Any]) -> None:
+        if depth == len(contexts):
+            raise KeyError("boom")
+        with _context(tt, *contexts[depth]):
+            if depth + 1 == catch_at:
+                try:
+                    enter(contexts, depth + 1, catch_at, seen)
+                except KeyError:
+                    seen.append(mode())
+            else:
+                enter(contexts, depth + 1, catch_at, seen)
+
+    out = []
+    for contexts, catch_at in cases:
+        seen: list[Any] = []
+        try:
+            enter(contexts, 0, int(catch_at), seen)
+        except KeyError:
+            seen.append(mode())
+        out.append([seen[0] if seen else None, mode()])
+    return out
+
+
+@probe
 @_recorded_by_the_probes
 def grad_mode_decorators(tt: Any, values: Any = None) -> dict[str, Any]:
     """no_grad(), enable_grad() and set_grad_enabled(b) used as decorators; whether an op
@@ -363,14 +396,28 @@ def detach(tt: Any, x: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _hook(tt: Any, seen: list[Any], where: str, index: int, step: list[Any]) -> Callable:
-    """A hook that logs what it sees, then returns grad * k ("mul"), grad + c ("add") or
-    None ("observe")."""
+def _hook(tt: Any, seen: list[Any], where: str, index: int, step: list[Any],
+          tensor: Any = None, handles: dict[int, Any] | None = None) -> Callable:
+    """A hook that logs what it sees, then returns grad * k ("mul", and "remove_self",
+    "remove_next" after removing its own handle or the next hook's on the tensor),
+    grad + c ("add"), or None ("observe"; "inplace" after multiplying the gradient it
+    was given by k in place; "register" after registering a hook returning grad * k on
+    the tensor, logged as index 100 + its own)."""
     kind = step[0]
 
     def hook(g: Any) -> Any:
         seen.append([where, index, array(g)])
-        if kind == "mul":
+        if kind == "inplace":
+            g.data[...] *= float(step[1])
+            return None
+        if kind == "register":
+            tensor.register_hook(_hook(tt, seen, where, 100 + index, ["mul", step[1]]))
+            return None
+        if kind in ("remove_self", "remove_next"):
+            handle = handles.pop(index if kind == "remove_self" else index + 1, None)
+            if handle is not None:
+                handle.remove()
+        if kind in ("mul", "remove_self", "remove_next"):
             return tt.tensor(array(g) * float(step[1]))
         if kind == "add":
             return tt.tensor(array(g) + float(step[1]))
@@ -382,23 +429,32 @@ def _hook(tt: Any, seen: list[Any], where: str, index: int, step: list[Any]) -> 
 @probe
 @_recorded_by_the_probes
 def hook_chain(tt: Any, x: np.ndarray, mid_steps: list[list[Any]],
-               leaf_steps: list[list[Any]]) -> dict[str, Any]:
-    """mid = sin(x); y = 2 * mid; sum(y).backward(). Before that, ``mid_steps`` on mid and
-    ``leaf_steps`` on x, in order: ["retain"] calls retain_grad(), any other step registers
-    a hook (``_hook``). Reports every hook call in order, mid.grad, x.grad and
+               leaf_steps: list[list[Any]], mid_op: str = "sin",
+               calls: int = 1) -> dict[str, Any]:
+    """mid = sin(x) (``mid_op`` "sin") or x + 0.5 ("add"); y = 2 * mid;
+    sum(y).backward(retain_graph=True) ``calls`` times. Before that, ``mid_steps`` on mid
+    and ``leaf_steps`` on x, in order: ["retain"] calls retain_grad(), any other step
+    registers a hook (``_hook``). Reports every hook call in order, mid.grad, x.grad and
     retains_grad."""
     fns = functions(tt)
     xt = _leaf(tt, x)
-    mid = apply(fns, "sin", [xt])
+    if mid_op == "add":
+        mid = apply(fns, "add", [xt, _leaf(tt, np.full(np.shape(x), 0.5), False)])
+    else:
+        mid = apply(fns, "sin", [xt])
     seen: list[Any] = []
     for where, tensor, steps in (("mid", mid, mid_steps), ("x", xt, leaf_steps)):
+        handles: dict[int, Any] = {}
         for i, step in enumerate(steps):
             if step[0] == "retain":
                 tensor.retain_grad()
             else:
-                tensor.register_hook(_hook(tt, seen, where, i, step))
+                handles[i] = tensor.register_hook(_hook(tt, seen, where, i, step, tensor,
+                                                        handles))
     y = apply(fns, "scale", [mid, 2.0])
-    run_backward(tt, [(apply(fns, "sum", [y]), None)])
+    out = apply(fns, "sum", [y])
+    for _ in range(calls):
+        run_backward(tt, [(out, None)], retain_graph=True)
     return {"seen": seen, "mid_grad": grad(mid), "x_grad": grad(xt),
             "retains_grad": [bool(mid.retains_grad), bool(xt.retains_grad)]}
 
@@ -562,3 +618,34 @@ def detach_inference(tt: Any, values: Any = None) -> dict[str, Any]:
     seen = [plain.detach().is_inference(), inference.detach().is_inference()]
     return {"plain": [type(seen[0]).__name__, bool(seen[0])],
             "inference": [type(seen[1]).__name__, bool(seen[1])]}
+
+
+@probe
+@_recorded_by_the_probes
+def raising_tensor_hook(tt: Any, x: np.ndarray, where: str) -> dict[str, Any]:
+    """mid = sin(x); a hook on mid (``where`` "mid") or on x ("leaf") that raises
+    ValueError on its first call and returns grad * 2 after; out = sum(3 * mid);
+    out.backward(retain_graph=True) (fails), then out.backward() again. Reports the first
+    error, x.grad and the grad mode after it, then the second backward's error, x.grad
+    and the hook's calls."""
+    fns = functions(tt)
+    xt = _leaf(tt, x)
+    mid = apply(fns, "sin", [xt])
+    calls: list[int] = []
+
+    def hook(g: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("hook boom")
+        return tt.tensor(array(g) * 2.0)
+
+    (mid if where == "mid" else xt).register_hook(hook)
+    out = apply(fns, "sum", [apply(fns, "scale", [mid, 3.0])])
+    first = raised(lambda: run_backward(tt, [(out, None)], retain_graph=True))
+    result = {"first": first, "x_grad_is_none": xt.grad is None,
+              "grad_enabled": bool(tt.is_grad_enabled())}
+    result["second"] = raised(lambda: run_backward(tt, [(out, None)]))
+    result["x_grad"] = grad(xt)
+    result["calls"] = len(calls)
+    result["after_grad_enabled"] = bool(tt.is_grad_enabled())
+    return result

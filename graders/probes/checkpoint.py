@@ -104,3 +104,44 @@ def no_grad_inputs(tt: Any, values: Any = None) -> dict[str, Any]:
         "no_grad_requires_grad": bool(z.requires_grad),
         "kwargs": raised(lambda: tt.utils.checkpoint.checkpoint(seg, x, unknown=1)),
     }
+
+
+@probe
+def raising_segment(tt: Any, x: Any, where: str, seed: int = RANDOM_SEED) -> dict[str, Any]:
+    """A checkpointed segment that draws with ``tt.rand`` and raises KeyError in the
+    forward (``where`` "forward") or only when backward recomputes it ("recompute"), with
+    preserve_rng_state. Reports the error the caller got, [is_grad_enabled,
+    is_inference_mode_enabled] after it, whether the generator was put back (the next draw
+    after the failed backward is the first draw after ``tt.manual_seed(seed)``; True when
+    the forward raised, before backward), and x2.grad
+    of a next checkpoint(sin, x2) and backward."""
+    fns = functions(tt)
+    calls: list[int] = []
+
+    def seg(a: Any) -> Any:
+        calls.append(1)
+        mask = tt.rand(*a.shape, dtype=tt.float64)
+        if len(calls) == (1 if where == "forward" else 2):
+            raise KeyError("boom")
+        return apply(fns, "torch_mul", [apply(fns, "sin", [a]), mask])
+
+    xt = tt.tensor(np.asarray(x, np.float64), requires_grad=True)
+    seeded: list[bool] = []
+
+    def run() -> None:
+        y = tt.utils.checkpoint.checkpoint(seg, xt, preserve_rng_state=True)
+        tt.manual_seed(seed)
+        seeded.append(True)
+        apply(fns, "sum", [y]).backward()
+
+    error = raised(run)
+    modes = [bool(tt.is_grad_enabled()), bool(tt.is_inference_mode_enabled())]
+    after = array(tt.rand(3, dtype=tt.float64))
+    tt.manual_seed(seed)
+    fresh = array(tt.rand(3, dtype=tt.float64))
+    x2 = tt.tensor(np.asarray(x, np.float64), requires_grad=True)
+    again = raised(lambda: apply(fns, "sum", [tt.utils.checkpoint.checkpoint(
+        lambda a: apply(fns, "sin", [a]), x2)]).backward())
+    return {"error": error, "modes": modes, "calls": len(calls),
+            "rng_put_back": not seeded or bool(np.array_equal(after, fresh)), "again": again,
+            "x_grad": grad(x2)}

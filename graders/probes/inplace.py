@@ -380,3 +380,44 @@ def retain_and_hooks(tt: Any, x: Any = None, weights: Any = None) -> dict[str, A
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return {"retains": bool(y.retains_grad), "grad": grad(y), "hook": seen, "x": grad(x)}
+
+
+def _write_view(fns: Any, base: Any, view: str) -> Any:
+    if view == "narrow":
+        return apply(fns, "narrow", [base, 0, 1])
+    if view == "select":
+        return apply(fns, "select", [base, 1])
+    return apply(fns, "select", [apply(fns, "transpose", [base]), 1])  # a column
+
+
+@probe
+def copy_slices_gradient(tt: Any, x: Any, w: Any, view: str, op: str, k: float,
+                         layout: str) -> dict[str, Any]:
+    """base = 1 * x (2-D); a view of base ("narrow": base[0:1], "select": base[1],
+    "column": base.t()[1]) written in place (``op`` "mul": mul_(k); "add": add_(other),
+    other a leaf of ones * k); then base.retain_grad() and a hook on base that keeps the
+    gradient tensor it is given; loss = sum(base * w) (``layout`` "c") or
+    sum(base.t() * w.t()) ("t": the gradient reaches the write transposed). Reports the
+    leaves' gradients, base.grad and what the kept gradient holds after backward."""
+    fns = functions(tt)
+    xt = tt.tensor(np.asarray(x, np.float64), requires_grad=True)
+    base = apply(fns, "scale", [xt, 1.0])
+    target = _write_view(fns, base, view)
+    other = None
+    if op == "mul":
+        target.mul_(float(k))
+    else:
+        other = tt.tensor(np.full(target.shape, float(k)), requires_grad=True)
+        target.add_(other)
+    base.retain_grad()
+    kept: list[Any] = []
+    base.register_hook(lambda g: kept.append(g))
+    wt = tt.tensor(np.asarray(w, np.float64))
+    if layout == "t":
+        w_t = tt.tensor(np.ascontiguousarray(np.asarray(w, np.float64).T))
+        product = apply(fns, "torch_mul", [apply(fns, "transpose", [base]), w_t])
+    else:
+        product = apply(fns, "torch_mul", [base, wt])
+    apply(fns, "sum", [product]).backward()
+    return {"x_grad": grad(xt), "other_grad": None if other is None else grad(other),
+            "base_grad": grad(base), "kept": [array(g) for g in kept]}

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import probe
 from ._functions import functions
-from ._observe import array, grad
+from ._observe import array, grad, raised
 
 _EXPLICIT: dict[int, Any] = {}
 
@@ -230,6 +230,19 @@ def pack_round_trip(tt: Any, kind: str, values: np.ndarray, dtype: str,
         del packed, restored, twice
         gc.collect()
         out["files_after_release"] = len(os.listdir(folder))
+        # ownership: the unpacked tensor is the caller's to write into; the write reaches
+        # neither the original (kept alive this time) nor what a second unpack gives
+        kept = tt.tensor(np.asarray(values).astype(dtype))
+        if transpose:
+            kept = functions(tt).transpose.apply(kept)
+        packed = hooks.pack_hook(kept)
+        mine = hooks.unpack_hook(packed)
+        before = array(mine)
+        new = ~before if before.dtype == np.bool_ else before + 1
+        out["write"] = raised(lambda: mine.data.__setitem__(Ellipsis, new))
+        out["written"] = array(mine)
+        out["original_after_write"] = array(kept)
+        out["unpacked_after_write"] = array(hooks.unpack_hook(packed))
         return out
 
 

@@ -128,6 +128,49 @@ def bad_unpack(tt: Any, x: Any = None) -> dict[str, Any]:
 
 
 @probe
+def raising_hooks(tt: Any, x: Any, where: str) -> dict[str, Any]:
+    """A pair whose pack hook (``where`` "pack") or unpack hook ("unpack") raises
+    KeyError: y = sin(x) under the pair, then sum(y).backward(). Reports what each step
+    raised, x.grad, the grad mode and the hook calls after, then what a fresh
+    sum(sin(x)).backward() outside the pair gives (the hooks are no longer active)."""
+    fns = functions(tt)
+    xt = tt.tensor(np.asarray(x, np.float64), requires_grad=True)
+    calls: list[str] = []
+
+    def pack(tensor: Any) -> Any:
+        calls.append("pack")
+        if where == "pack":
+            raise KeyError("pack boom")
+        return tensor
+
+    def unpack(packed: Any) -> Any:
+        calls.append("unpack")
+        if where == "unpack":
+            raise KeyError("unpack boom")
+        return packed
+
+    out: dict[str, Any] = {}
+    state: dict[str, Any] = {}
+
+    def forward() -> None:
+        with tt.autograd.graph.saved_tensors_hooks(pack, unpack):
+            state["y"] = apply(fns, "sin", [xt])
+
+    out["forward"] = raised(forward)
+    out["backward"] = (raised(lambda: apply(fns, "sum", [state["y"]]).backward())
+                       if "y" in state else raised(lambda: None))
+    out["x_grad_is_none"] = xt.grad is None
+    out["grad_enabled"] = bool(tt.is_grad_enabled())
+    out["calls"] = list(calls)
+    xt.grad = None
+    out["after_backward"] = raised(lambda: apply(fns, "sum", [apply(fns, "sin", [xt])]).backward())
+    out["after_grad"] = grad(xt)
+    out["after_calls"] = calls[len(out["calls"]):]
+    out["after_grad_enabled"] = bool(tt.is_grad_enabled())
+    return out
+
+
+@probe
 def hooks_per_thread(tt: Any, x: Any = None) -> dict[str, Any]:
     """Hooks installed in another thread do not apply in this one."""
     import threading
@@ -158,3 +201,44 @@ def hooks_per_thread(tt: Any, x: Any = None) -> dict[str, Any]:
         release.set()
         thread.join(5)
     return {"calls_seen": seen_here, "calls_here": [ev[:2] for ev in events], "grad": grad(x)}
+
+
+@probe
+def raising_hooks_nested(tt: Any, x: Any, where: str, nested: bool) -> dict[str, Any]:
+    """A saved-tensor hook that raises KeyError (``where``: "pack", raised by the forward
+    inside the block, or "unpack", raised by backward after it), inside an outer counting
+    pair when ``nested``. Reports the error the caller got, the grad mode and inference
+    mode after it, then how a new forward and backward behave (the outer pair's pack
+    calls, x.grad)."""
+    fns = functions(tt)
+    graph = tt.autograd.graph
+    outer_calls: list[str] = []
+
+    def boom(_: Any) -> Any:
+        raise KeyError("boom")
+
+    def count_pack(t: Any) -> Any:
+        outer_calls.append("pack")
+        return t
+
+    def count_unpack(t: Any) -> Any:
+        outer_calls.append("unpack")
+        return t
+
+    outer = graph.saved_tensors_hooks(count_pack, count_unpack) if nested else None
+    xt = tt.tensor(np.asarray(x, np.float64), requires_grad=True)
+    with outer if outer is not None else contextlib.nullcontext():
+
+        def run() -> None:
+            with graph.saved_tensors_hooks(boom if where == "pack" else (lambda t: t),
+                                           (lambda t: t) if where == "pack" else boom):
+                y = apply(fns, "sin", [xt])
+            apply(fns, "sum", [y]).backward()
+
+        error = raised(run)
+        modes = [bool(tt.is_grad_enabled()), bool(tt.is_inference_mode_enabled())]
+        before = len(outer_calls)
+        x2 = tt.tensor(np.asarray(x, np.float64), requires_grad=True)
+        again = raised(lambda: apply(fns, "sum", [apply(fns, "sin", [x2])]).backward())
+    return {"error": error, "modes": modes, "outer_calls": outer_calls[before:],
+            "again": again, "x_grad": grad(x2)}

@@ -91,6 +91,16 @@ MUTANTS = [
             "inputs, so the nodes below it never run (y = Zero(b) + a loses a's gradient)",
     ),
     Mutant(
+        id="dependencies-counted-from-the-first-root",
+        task="1.2",
+        file="autograd/engine.py",
+        find="    dependencies = _count_dependencies([node for (node, _), _ in roots])",
+        replace="    dependencies = _count_dependencies([roots[0][0][0]])",
+        why="the engine counts dependencies below the first root only: with roots in "
+            "different parts of the graph (a backward from only some outputs) a node runs "
+            "before every gradient reached it",
+    ),
+    Mutant(
         id="roots-one-at-a-time",
         task="1.2",
         file="autograd/engine.py",
@@ -164,6 +174,27 @@ class enable_grad""",
 
 class enable_grad""",
         why="leaving no_grad always enables grad instead of restoring the previous mode",
+    ),
+    Mutant(
+        id="enable-grad-not-restored-on-exception",
+        task="1.3",
+        file="autograd/grad_mode.py",
+        find="""        _state.grad_enabled = True
+        # END SOLUTION
+
+    def __exit__(self, *exc: object) -> None:
+        # BEGIN SOLUTION 1.3
+        _state.grad_enabled = self._prev""",
+        replace="""        _state.grad_enabled = True
+        # END SOLUTION
+
+    def __exit__(self, *exc: object) -> None:
+        # BEGIN SOLUTION 1.3
+        if exc[0] is None:
+            _state.grad_enabled = self._prev""",
+        why="enable_grad restores the previous mode only when its block ends normally: "
+            "inside no_grad, an exception leaves grad mode on (axis: grad modes left "
+            "through an exception, nested)",
     ),
     Mutant(
         id="inference-tensor-saved",
@@ -256,6 +287,29 @@ class enable_grad""",
         find="        for hook in list(self.variable._backward_hooks or ()):",
         replace="        for hook in reversed(list(self.variable._backward_hooks or ())):",
         why="a leaf's hooks run in reverse order of registration",
+    ),
+    Mutant(
+        id="leaf-hooks-set-aside-while-running",
+        task="1.4",
+        file="autograd/node.py",
+        find="""        for hook in list(self.variable._backward_hooks or ()):
+            if grads[0] is None:
+                break
+            result = hook(Tensor(grads[0]))
+            if result is not None:
+                grads[0] = result.data
+        return grads""",
+        replace="""        hooks, self.variable._backward_hooks = self.variable._backward_hooks, None
+        for hook in list(hooks or ()):
+            if grads[0] is None:
+                break
+            result = hook(Tensor(grads[0]))
+            if result is not None:
+                grads[0] = result.data
+        self.variable._backward_hooks = hooks
+        return grads""",
+        why="a leaf's hooks are set aside while they run and put back after: a hook that "
+            "raises leaves the leaf without its hooks (exception axis)",
     ),
     Mutant(
         id="retain-grad-without-requires-grad",

@@ -151,6 +151,16 @@ MUTANTS = [
         why="a view of a leaf made under no_grad gets the view-of-a-leaf error instead of "
             "torch's no_grad-view error",
     ),
+    Mutant(
+        id="copy-slices-grad-copied-in-its-own-order",
+        task="3.1",
+        file="autograd/inplace.py",
+        find='        result = np.array(grad, order="C", copy=True)',
+        replace="        result = np.copy(grad)",
+        why="CopySlices copies the incoming gradient with np.copy (order 'K'): a transposed "
+            "gradient stays Fortran-ordered, reshape(-1) copies, and the view's part of the "
+            "gradient is never written (layout axis)",
+    ),
     # ----- 3.2 saved-tensor hooks -----------------------------------------------------------
     Mutant(
         id="pack-per-use",
@@ -230,6 +240,19 @@ MUTANTS = [
         why="an unknown grad_fn._saved_<name> raises AttributeError('_saved_x'), not Python's "
             "\"'MulBackward0' object has no attribute '_saved_x'\"",
     ),
+    Mutant(
+        id="unpack-grad-mode-not-restored-on-exception",
+        task="3.2",
+        file="autograd/saved.py",
+        find="""        with grad_mode.no_grad():
+            tensor = self._unpack_hook(self._packed)""",
+        replace="""        previous = grad_mode._state.grad_enabled
+        grad_mode._state.grad_enabled = False
+        tensor = self._unpack_hook(self._packed)
+        grad_mode._state.grad_enabled = previous""",
+        why="the unpack hook runs with grad mode off, but an exception in it leaves grad mode "
+            "off (exception axis)",
+    ),
     # ----- 3.3 offload ------------------------------------------------------------------------
     Mutant(
         id="cpu-offload-loses-shape",
@@ -263,7 +286,34 @@ MUTANTS = [
         replace="",
         why="save_on_disk's files stay after the graph is freed",
     ),
+    Mutant(
+        id="disk-unpack-read-only-memmap",
+        task="3.3",
+        file="autograd/graph.py",
+        find="        return Tensor(np.load(saved.path, allow_pickle=False))",
+        replace='        return Tensor(np.load(saved.path, mmap_mode="r", allow_pickle=False))',
+        why="save_on_disk's unpack maps the file read-only: writing into the unpacked tensor "
+            "fails (ownership axis; torch's unpacked tensor is the caller's)",
+    ),
     # ----- 3.4 checkpoint ---------------------------------------------------------------------
+    Mutant(
+        id="checkpoint-rng-not-put-back-on-exception",
+        task="3.4",
+        file="utils/checkpoint.py",
+        find="""        try:
+            with grad_mode.enable_grad():
+                outputs = ctx.function(*args)
+        finally:
+            if ctx.rng_state is not None:  # without preserve_rng_state, draws move it on
+                generator.bit_generator.state = state_now""",
+        replace="""        with grad_mode.enable_grad():
+            outputs = ctx.function(*args)
+        if ctx.rng_state is not None:  # without preserve_rng_state, draws move it on
+            generator.bit_generator.state = state_now""",
+        why="when backward's recomputation raises, the generator is left at the forward's "
+            "saved state instead of being put back (exception axis; torch's fork_rng "
+            "restores it)",
+    ),
     Mutant(
         id="checkpoint-keeps-activations",
         task="3.4",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -312,6 +312,32 @@ def test_backward_from_several_roots(submission, program, data):
     got = _observe(submission, program, roots=roots, root_grads=grads)
     expected = oracle.leaf_grads(program, roots=roots, root_grads=grads)
     _check_grads(got, expected, program, roots=roots, root_grads=grads)
+
+
+@st.composite
+def _partial_roots(draw, program):
+    """One or two values requiring grad other than the final output (an intermediate, one
+    output of a two-output op, a leaf): a backward from only some outputs of the graph."""
+    needs = needs_grad(program)
+    candidates = [v for v, n in enumerate(needs[:-1]) if n]
+    assume(candidates)
+    return draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True))
+
+
+@task("1.2")
+@settings(max_examples=examples(10))
+@given(program=programs(max_ops=5, extended=True), data=st.data())
+def test_backward_from_only_some_outputs(submission, program, data):
+    """Backward from some values of the graph only, never its final output: gradients
+    reach only the leaves below those roots (a leaf elsewhere, or one that does not
+    require grad, keeps .grad None), as torch (control flow: a partial backward)."""
+    roots = data.draw(_partial_roots(program))
+    shapes = _value_shapes(program)
+    grads = [data.draw(arrays(np.float64, shapes[r], elements=st.floats(-2, 2))) for r in roots]
+    got = _observe(submission, program, roots=roots, root_grads=grads)
+    expected = oracle.leaf_grads(program, roots=roots, root_grads=grads)
+    _check_grads(got, expected, program, roots=roots, root_grads=grads,
+                 note=" (a backward from only some outputs)")
 
 
 @task("1.2")

@@ -6,6 +6,7 @@ import contextlib
 
 import torch
 from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from graders.checks import (
     assert_conforms,
@@ -72,6 +73,78 @@ def test_modes_restored_when_block_raises(submission):
         assert_equal(got[kind], state,
                      what="[is_grad_enabled, is_inference_mode_enabled] after an exception "
                           f"inside `with tt.{kind}(...)`")
+
+
+_CONTEXTS = [["no_grad", None], ["enable_grad", None], ["set_grad_enabled", False],
+             ["set_grad_enabled", True], ["inference_mode", True], ["inference_mode", False]]
+
+
+def _torch_context(kind, arg):
+    if kind in ("no_grad", "enable_grad"):
+        return getattr(torch, kind)()
+    return getattr(torch, kind)(arg)
+
+
+def _torch_nested_exception(contexts, catch_at):
+    def mode():
+        return [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+
+    seen = []
+
+    def enter(depth):
+        if depth == len(contexts):
+            raise KeyError("boom")
+        with _torch_context(*contexts[depth]):
+            if depth + 1 == catch_at:
+                try:
+                    enter(depth + 1)
+                except KeyError:
+                    seen.append(mode())
+            else:
+                enter(depth + 1)
+
+    try:
+        enter(0)
+    except KeyError:
+        seen.append(mode())
+    return [seen[0], mode()]
+
+
+def _describe_nesting(contexts, catch_at):
+    parts = []
+    for i, (kind, arg) in enumerate(contexts):
+        parts.append(f"with tt.{kind}({'' if arg is None else arg}):")
+        if i + 1 == catch_at:
+            parts.append("try:")
+    parts.append("raise KeyError  (caught " + (f"inside block {catch_at})" if catch_at
+                                                  else "outside every block)"))
+    return " ".join(parts)
+
+
+@task("1.3")
+@settings(max_examples=examples(12))
+@given(cases=st.lists(
+    st.lists(st.sampled_from(_CONTEXTS), min_size=1, max_size=3).flatmap(
+        lambda ctxs: st.tuples(st.just(ctxs), st.integers(0, len(ctxs) - 1))),
+    min_size=1, max_size=4))
+@example(cases=[(ctxs, at) for inner in _CONTEXTS for outer in (["no_grad", None],
+                                                               ["inference_mode", True])
+                for ctxs, at in (([outer, inner], 0), ([outer, inner], 1))])
+def test_every_mode_restored_when_nested_blocks_raise(submission, cases):
+    """Every grad-mode context (no_grad, enable_grad, set_grad_enabled, inference_mode),
+    nested, left through an exception restores the mode it found: where the exception is
+    caught and after all blocks, as torch."""
+    cases = [[list(map(list, ctxs)), at] for ctxs, at in cases]
+    got = submission.call("autograd.grad_mode_nested_exceptions", cases)
+    expected = [_torch_nested_exception(ctxs, at) for ctxs, at in cases]
+    assert_conforms(got, [[[True, True], [True, True]]] * len(cases), what="the observation")
+    for g, e, (ctxs, at) in zip(got, expected, cases, strict=True):
+        case = _describe_nesting(ctxs, at)
+        assert_equal(g[0], e[0], what="[is_grad_enabled, is_inference_mode_enabled] where the "
+                     "exception is caught (after an exception inside nested grad-mode blocks)",
+                     case=case)
+        assert_equal(g[1], e[1], what="[is_grad_enabled, is_inference_mode_enabled] after "
+                     "every block (after an exception inside nested grad-mode blocks)", case=case)
 
 
 DECORATOR_CODE = """import tinytrain as tt

@@ -109,33 +109,67 @@ _STEP = st.one_of(
     st.sampled_from([1.0, -0.25]).map(lambda c: ["add", c]),
     st.just(["observe"]),
 )
+# hooks that change the hooks of their tensor while they run, or the gradient in place
+_MUTATING_STEP = st.one_of(
+    st.sampled_from([2.0, -0.5]).map(lambda k: ["remove_self", k]),
+    st.sampled_from([3.0, -1.0]).map(lambda k: ["remove_next", k]),
+    st.sampled_from([3.0, 0.5]).map(lambda k: ["register", k]),
+    st.sampled_from([10.0, -2.0]).map(lambda k: ["inplace", k]),
+)
 
 
-def _torch_hook_chain(x, mid_steps, leaf_steps):
+def _torch_hook(seen, where, index, step, tensor, handles):
+    def hook(g):
+        seen.append([where, index, g.detach().numpy().copy()])
+        kind = step[0]
+        if kind == "inplace":
+            g.mul_(step[1])
+            return None
+        if kind == "register":
+            tensor.register_hook(_torch_hook(seen, where, 100 + index, ["mul", step[1]],
+                                             tensor, handles))
+            return None
+        if kind in ("remove_self", "remove_next"):
+            handle = handles.pop(index if kind == "remove_self" else index + 1, None)
+            if handle is not None:
+                handle.remove()
+        if kind in ("mul", "remove_self", "remove_next"):
+            return g * step[1]
+        if kind == "add":
+            return g + step[1]
+        return None
+
+    return hook
+
+
+def _torch_hook_chain(x, mid_steps, leaf_steps, mid_op="sin", calls=1):
     t = torch.tensor(x, requires_grad=True)
-    mid = torch.sin(t)
+    mid = t + 0.5 if mid_op == "add" else torch.sin(t)
     seen = []
     for where, tensor, steps in (("mid", mid, mid_steps), ("x", t, leaf_steps)):
+        handles = {}
         for i, step in enumerate(steps):
             if step[0] == "retain":
                 tensor.retain_grad()
-                continue
-
-            def hook(g, where=where, i=i, step=step):
-                seen.append([where, i, g.detach().numpy().copy()])
-                if step[0] == "mul":
-                    return g * step[1]
-                if step[0] == "add":
-                    return g + step[1]
-                return None
-
-            tensor.register_hook(hook)
-    (mid * 2.0).sum().backward()
+            else:
+                handles[i] = tensor.register_hook(_torch_hook(seen, where, i, step, tensor,
+                                                              handles))
+    out = (mid * 2.0).sum()
+    for _ in range(calls):
+        out.backward(retain_graph=True)
     with warnings.catch_warnings():  # .grad of a non-leaf that did not retain it
         warnings.simplefilter("ignore")
         mid_grad = mid.grad
     return {"seen": seen, "mid_grad": None if mid_grad is None else mid_grad.numpy(),
             "x_grad": t.grad.numpy(), "retains_grad": [mid.retains_grad, t.retains_grad]}
+
+
+_STEP_TEXT = {
+    "remove_self": "lambda g: (own_handle.remove(), g * {})[1]",
+    "remove_next": "lambda g: (next_hooks_handle.remove(), g * {})[1]",
+    "register": "lambda g: {name}.register_hook(lambda g: g * {})",
+    "inplace": "lambda g: g.mul_({})",
+}
 
 
 def _describe_steps(steps, name):
@@ -145,10 +179,30 @@ def _describe_steps(steps, name):
             parts.append(f"{name}.retain_grad()")
         elif step[0] == "observe":
             parts.append(f"{name}.register_hook(lambda g: None)")
+        elif step[0] in _STEP_TEXT:
+            parts.append(f"{name}.register_hook({_STEP_TEXT[step[0]].format(step[1], name=name)})")
         else:
             op = "*" if step[0] == "mul" else "+"
             parts.append(f"{name}.register_hook(lambda g: g {op} {step[1]})")
     return "; ".join(parts) or f"(nothing on {name})"
+
+
+def _check_hook_chain(got, expected, case, axis=""):
+    assert_conforms(got, {"seen": [["", 0, None]] * len(expected["seen"]), "mid_grad": None,
+                          "x_grad": None, "retains_grad": [True, True]}, what="the observation")
+    order = [g[:2] for g in got["seen"]]
+    assert_equal(order, [e[:2] for e in expected["seen"]],
+                 what=f"hook calls in order [tensor, index of the hook on it]{axis}", case=case)
+    for g, e in zip(got["seen"], expected["seen"], strict=True):
+        assert_close(g[2], e[2], what=f"the gradient hook #{e[1]} on {e[0]} saw (the previous "
+                     f"hook's result){axis}", case=case)
+    assert_close(got["mid_grad"], expected["mid_grad"],
+                 what=f"mid.grad (retained: the gradient after all of mid's hooks){axis}",
+                 case=case)
+    assert_close(got["x_grad"], expected["x_grad"], what=f"x.grad (after all of x's hooks){axis}",
+                 case=case)
+    assert_equal(got["retains_grad"], expected["retains_grad"],
+                 what="[mid.retains_grad, x.retains_grad]", case=case)
 
 
 CHAIN_EXAMPLE = np.array([0.5, -1.0])
@@ -169,22 +223,39 @@ def test_several_hooks_and_retain_grad(submission, x, mid_steps, leaf_steps):
         x = seeded_values(CHAIN_EXAMPLE, "1.4 hook chain")
     got = submission.call("autograd.hook_chain", x, mid_steps, leaf_steps)
     expected = _torch_hook_chain(x, mid_steps, leaf_steps)
-    assert_conforms(got, {"seen": [["", 0, None]] * len(expected["seen"]), "mid_grad": None,
-                          "x_grad": None, "retains_grad": [True, True]}, what="the observation")
     case = (f"x = {literal(x)}; mid = x.sin(); {_describe_steps(mid_steps, 'mid')}; "
             f"{_describe_steps(leaf_steps, 'x')}; (2 * mid).sum().backward()")
-    order = [g[:2] for g in got["seen"]]
-    assert_equal(order, [e[:2] for e in expected["seen"]],
-                 what="hook calls in order [tensor, index of the hook on it]", case=case)
-    for g, e in zip(got["seen"], expected["seen"], strict=True):
-        assert_close(g[2], e[2], what=f"the gradient hook #{e[1]} on {e[0]} saw (the previous "
-                     "hook's result)", case=case)
-    assert_close(got["mid_grad"], expected["mid_grad"],
-                 what="mid.grad (retained: the gradient after all of mid's hooks)", case=case)
-    assert_close(got["x_grad"], expected["x_grad"], what="x.grad (after all of x's hooks)",
-                 case=case)
-    assert_equal(got["retains_grad"], expected["retains_grad"],
-                 what="[mid.retains_grad, x.retains_grad]", case=case)
+    _check_hook_chain(got, expected, case)
+
+
+@task("1.4")
+@settings(max_examples=examples(10))
+@given(x=vectors,
+       mid_steps=st.lists(st.one_of(_STEP, _MUTATING_STEP, st.just(["retain"])), min_size=1,
+                          max_size=4),
+       leaf_steps=st.lists(st.one_of(_STEP, _MUTATING_STEP), max_size=3),
+       mid_op=st.sampled_from(["sin", "add"]))
+@example(x=CHAIN_EXAMPLE, mid_steps=[["remove_self", 2.0], ["mul", 10.0], ["register", 3.0]],
+         leaf_steps=[["remove_next", 3.0], ["mul", 0.5]], mid_op="sin")
+@example(x=CHAIN_EXAMPLE, mid_steps=[["retain"], ["add", 1.0]],
+         leaf_steps=[["inplace", 10.0]], mid_op="add")
+def test_hooks_that_change_hooks_or_gradient_while_running(submission, x, mid_steps,
+                                                           leaf_steps, mid_op):
+    """Hooks that remove themselves or the next hook, or register a new one, while the
+    tensor's hooks run: the backward in progress runs the hooks registered when it reached
+    the tensor (as torch, a snapshot), the next backward sees the change; a hook that
+    modifies its gradient in place changes what flows on, never a gradient retained
+    earlier (retain_grad keeps its own copy)."""
+    if x is CHAIN_EXAMPLE:
+        x = seeded_values(CHAIN_EXAMPLE, "1.4 hook chain mutating")
+    got = submission.call("autograd.hook_chain", x, mid_steps, leaf_steps, mid_op, 2)
+    expected = _torch_hook_chain(x, mid_steps, leaf_steps, mid_op, 2)
+    mid_text = "x + 0.5" if mid_op == "add" else "x.sin()"
+    case = (f"x = {literal(x)}; mid = {mid_text}; {_describe_steps(mid_steps, 'mid')}; "
+            f"{_describe_steps(leaf_steps, 'x')}; (2 * mid).sum().backward(retain_graph=True) "
+            "twice")
+    _check_hook_chain(got, expected, case,
+                      axis=" with hooks that change the hooks or the gradient while they run")
 
 
 @task("1.4")
@@ -324,3 +395,65 @@ def test_detach_keeps_inference(submission):
         assert_equal(got[key], [type(value).__name__, value],
                      what=f"detach() of {'an inference' if key == 'inference' else 'a normal'} "
                           "tensor: [type, value] of is_inference()")
+
+
+def _torch_raising_tensor_hook(x, where):
+    t = torch.tensor(np.asarray(x, np.float64), requires_grad=True)
+    mid = torch.sin(t)
+    calls = []
+
+    def hook(g):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("hook boom")
+        return g * 2.0
+
+    (mid if where == "mid" else t).register_hook(hook)
+    out = (3.0 * mid).sum()
+    first = None
+    try:
+        out.backward(retain_graph=True)
+    except ValueError as e:
+        first = type(e).__name__
+    result = {"first": first, "x_grad_is_none": t.grad is None,
+              "grad_enabled": torch.is_grad_enabled()}
+    out.backward()
+    result.update(x_grad=t.grad.numpy(), calls=len(calls),
+                  after_grad_enabled=torch.is_grad_enabled())
+    return result
+
+
+@task("1.4")
+@settings(max_examples=examples(4))
+@given(x=vectors, where=st.sampled_from(["mid", "leaf"]))
+@example(x=CHAIN_EXAMPLE, where="leaf")
+@example(x=CHAIN_EXAMPLE, where="mid")
+def test_a_raising_tensor_hook_reaches_the_caller_and_leaves_hooks_in_place(submission, x,
+                                                                            where):
+    """A tensor hook that raises: the exception reaches backward's caller with its type
+    (as torch), no leaf gradient is written, the grad mode is what it was, and the hook
+    stays registered: the next backward calls it and uses its result (exception axis)."""
+    if x is CHAIN_EXAMPLE:
+        x = seeded_values(CHAIN_EXAMPLE, "1.4 raising hook")
+    got = submission.call("autograd.raising_tensor_hook", x, where)
+    assert_conforms(got, {"first": _RAISED, "x_grad_is_none": True, "grad_enabled": True,
+                          "second": _RAISED, "x_grad": None, "calls": 0,
+                          "after_grad_enabled": True}, what="the observation")
+    expected = _torch_raising_tensor_hook(x, where)
+    on = "mid" if where == "mid" else "x"
+    axis = " (after an exception raised by a tensor hook)"
+    case = (f"x = {literal(x)}; mid = x.sin(); {on}.register_hook(h), h raising ValueError on "
+            "its first call and returning g * 2 after; out = (3 * mid).sum(); "
+            "out.backward(retain_graph=True) (raises); out.backward()")
+    assert_raises_like(got["first"], expected["first"], what=f"the first backward{axis}",
+                       case=case)
+    assert_equal([got["x_grad_is_none"], got["grad_enabled"]],
+                 [expected["x_grad_is_none"], expected["grad_enabled"]],
+                 what=f"[x.grad is None, tt.is_grad_enabled()] right after{axis}", case=case)
+    assert_raises_like(got["second"], None, what=f"the next backward{axis}", case=case)
+    assert_equal([got["calls"], got["after_grad_enabled"]],
+                 [expected["calls"], expected["after_grad_enabled"]],
+                 what=f"[calls of the hook, tt.is_grad_enabled()] after the next backward{axis}",
+                 case=case)
+    assert_close(got["x_grad"], expected["x_grad"], what=f"x.grad of the next backward{axis}",
+                 case=case)

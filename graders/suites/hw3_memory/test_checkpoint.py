@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from torch.utils.checkpoint import checkpoint as torch_checkpoint
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
@@ -16,7 +17,7 @@ from graders.checks.structure import RAISED, Kind, Shaped, conform
 from graders.oracle import memory as oracle
 from graders.probes.checkpoint import RANDOM_SEED
 from graders.suites._seed import case_seed, seeded_values
-from graders.suites._support import examples, task
+from graders.suites._support import examples, literal, task
 
 MODEL = "blocks h -> tanh(sin(h @ W1 + b1) @ W2 + b2), each block under checkpoint"
 
@@ -178,3 +179,59 @@ def test_checkpoint_without_inputs_requiring_grad(submission):
     assert_equal(got["no_grad_requires_grad"], False, what="output requires_grad under no_grad")
     assert_raises_like(got["kwargs"], "ValueError", what="checkpoint(fn, x, unknown=1)",
                        contains=("Unexpected keyword arguments",))
+
+
+def _torch_raising_segment(x, where):
+    calls = []
+
+    def seg(a):
+        calls.append(1)
+        mask = torch.rand(a.shape, dtype=a.dtype)
+        if len(calls) == (1 if where == "forward" else 2):
+            raise KeyError("boom")
+        return a.sin() * mask
+
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    error, state = None, None
+    try:
+        y = torch_checkpoint(seg, xt, use_reentrant=True, preserve_rng_state=True)
+        torch.manual_seed(7)
+        state = torch.get_rng_state()
+        y.sum().backward()
+    except KeyError as e:
+        error = type(e).__name__
+    put_back = state is None or torch.equal(state, torch.get_rng_state())
+    x2 = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    torch_checkpoint(torch.sin, x2, use_reentrant=True).sum().backward()
+    return {"error": error, "modes": [torch.is_grad_enabled(), torch.is_inference_mode_enabled()],
+            "calls": len(calls), "rng_put_back": put_back, "x_grad": x2.grad.numpy()}
+
+
+@task("3.4")
+@settings(max_examples=examples(4))
+@given(x=arrays(np.float64, st.integers(1, 4), elements=st.floats(-1.5, 1.5)),
+       where=st.sampled_from(["forward", "recompute"]))
+def test_raising_segment_reaches_the_caller_and_state_is_restored(submission, x, where):
+    """A checkpointed function that raises, in the forward or only in backward's
+    recomputation: the exception reaches the caller, grad mode is what it was, the random
+    generator is put back (preserve_rng_state), and the next checkpoint and backward work
+    normally, as in torch."""
+    got = submission.call("checkpoint.raising_segment", x, where)
+    expected = _torch_raising_segment(x, where)
+    conform(got, {"error": RAISED, "modes": [Kind(bool), Kind(bool)], "calls": Kind(int),
+                  "rng_put_back": Kind(bool), "again": RAISED,
+                  "x_grad": Kind(None, np.ndarray)}, what="checkpoint.raising_segment")
+    axis = ("after an exception in the checkpointed forward" if where == "forward"
+            else "after an exception in backward's recomputation")
+    case = (f"x = {literal(x)}; y = checkpoint(seg, x, preserve_rng_state=True), seg drawing "
+            f"tt.rand and raising KeyError {'at once' if where == 'forward' else 'when recomputed'}"
+            "; tt.manual_seed(s); y.sum().backward(); then checkpoint(sin, x2).sum().backward()")
+    assert_raises_like(got["error"], expected["error"], what=f"the caller ({axis})", case=case)
+    assert_equal(got["calls"], expected["calls"], what=f"calls of seg ({axis})", case=case)
+    assert_equal(got["modes"], expected["modes"],
+                 what=f"[is_grad_enabled, is_inference_mode_enabled] {axis}", case=case)
+    assert_equal(got["rng_put_back"], expected["rng_put_back"],
+                 what=f"the random generator put back as backward found it {axis}", case=case)
+    assert_raises_like(got["again"], None, what=f"the next checkpoint and backward {axis}",
+                       case=case)
+    assert_close(got["x_grad"], expected["x_grad"], what=f"x2.grad {axis}", case=case)

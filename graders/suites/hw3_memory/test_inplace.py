@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -505,3 +505,69 @@ def test_retain_grad_and_hooks_across_a_write(submission):
     assert_equal(len(got["hook"]), 1, what="calls of the hook", case=case)
     assert_close(got["hook"][0], seen[0], what="gradient the hook saw", case=case)
     assert_close(got["x"], x.grad.numpy(), what="x.grad", case=case)
+
+
+def _torch_copy_slices(x, w, view, op, k, layout):
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    base = xt * 1.0
+    target = (base.narrow(0, 0, 1) if view == "narrow" else base.select(0, 1)
+              if view == "select" else base.t().select(0, 1))
+    other = None
+    if op == "mul":
+        target.mul_(k)
+    else:
+        other = torch.full(target.shape, k, dtype=torch.float64, requires_grad=True)
+        target.add_(other)
+    base.retain_grad()
+    kept = []
+    base.register_hook(lambda g: kept.append(g))
+    wt = torch.tensor(w, dtype=torch.float64)
+    loss = (base.t() * wt.t()).sum() if layout == "t" else (base * wt).sum()
+    loss.backward()
+    return {"x_grad": xt.grad.numpy(), "other_grad": None if other is None else other.grad.numpy(),
+            "base_grad": base.grad.numpy(), "kept": [g.numpy() for g in kept]}
+
+
+_VIEW_TEXT = {"narrow": "base.narrow(0, 0, 1)", "select": "base[1]", "column": "base.t()[1]"}
+
+
+@task("3.1")
+@settings(max_examples=examples(10))
+@given(x=arrays(np.float64, (2, 3), elements=st.floats(-1.5, 1.5)),
+       w=arrays(np.float64, (2, 3), elements=st.sampled_from([-2.0, -0.75, 0.5, 1.25, 3.0])),
+       view=st.sampled_from(["narrow", "select", "column"]), op=st.sampled_from(["mul", "add"]),
+       k=st.sampled_from([-2.0, 0.5, 3.0]))
+@example(x=np.array([[0.5, -1.0, 1.5], [0.25, 1.0, -0.75]]),
+         w=np.array([[1.0, -2.0, 0.5], [1.5, 2.0, -1.0]]), view="column", op="mul", k=-2.0)
+def test_gradient_through_a_written_view_by_layout_and_ownership(submission, x, w, view, op,
+                                                                  k):
+    """The gradient reaching a base written through a view may arrive transposed (not
+    C-ordered): the base's old value still gets torch's gradient; and it is the caller's
+    (a hook's tensor, base.grad): the write's backward works on its own copy, as torch's
+    CopySlices does. Every drawn case runs in both layouts."""
+    for layout in ("c", "t"):
+        _check_copy_slices_gradient(submission, x, w, view, op, k, layout)
+
+
+def _check_copy_slices_gradient(submission, x, w, view, op, k, layout):
+    got = submission.call("inplace.copy_slices_gradient", x, w, view, op, k, layout)
+    expected = _torch_copy_slices(x, w, view, op, k, layout)
+    conform(got, {"x_grad": Kind(np.ndarray), "base_grad": Kind(np.ndarray),
+                  "other_grad": Kind(None, np.ndarray) if op == "mul" else Kind(np.ndarray),
+                  "kept": ListOf(Kind(np.ndarray))}, what="inplace.copy_slices_gradient")
+    write = f"{_VIEW_TEXT[view]}." + (f"mul_({k})" if op == "mul" else f"add_(full({k}))")
+    loss = "(base.t() * w.t()).sum()" if layout == "t" else "(base * w).sum()"
+    case = (f"x = {literal(x)}, w = {literal(w)}; base = x * 1.; {write}; base.retain_grad(); "
+            f"base.register_hook(lambda g: kept.append(g)); {loss}.backward()")
+    axis = ("with the gradient arriving transposed (layout)" if layout == "t"
+            else "with a C-ordered gradient")
+    assert_close(got["x_grad"], expected["x_grad"], what=f"x.grad {axis}", case=case)
+    if op == "add":
+        assert_close(got["other_grad"], expected["other_grad"],
+                     what=f"the added tensor's .grad {axis}", case=case)
+    assert_equal(len(got["kept"]), 1, what="calls of the hook on base", case=case)
+    assert_close(got["kept"][0], expected["kept"][0],
+                 what=f"the gradient tensor the hook on base kept, read after backward {axis} "
+                 "(ownership: the write's backward must not write into it)", case=case)
+    assert_close(got["base_grad"], expected["base_grad"],
+                 what=f"base.grad after backward {axis} (ownership)", case=case)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from graders.checks import assert_close, assert_equal
+from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.structure import Kind, Shaped, conform
 from graders.oracle import memory as oracle
 from graders.strategies.programs import functions_source
@@ -38,7 +38,9 @@ def _round_trip(submission, kind, data):
                   "files_after_pack": Kind(int), "is_tensor": Kind(bool), "dtype": Kind(str),
                   "shape": [Kind(int)] * len(shape), "values": Shaped(original.shape),
                   "original": Shaped(original.shape), "unpacked_twice_equal": Kind(bool),
-                  "files_after_release": Kind(int)}, what="memory.pack_round_trip")
+                  "files_after_release": Kind(int), "write": {"type": Kind(None, str), "message": Kind(str)},
+                  "written": Shaped(original.shape), "original_after_write": Shaped(original.shape),
+                  "unpacked_after_write": Shaped(original.shape)}, what="memory.pack_round_trip")
     assert_equal(got["is_tensor"], True, what="unpack_hook returns a Tensor", reproducer=code)
     assert_equal([got["dtype"], got["shape"]], [dtype, expected_shape],
                  what="[dtype, shape] of the unpacked tensor", reproducer=code)
@@ -51,6 +53,19 @@ def _round_trip(submission, kind, data):
     assert_equal(got["storage_freed"], True,
                  what="the tensor's storage is freed once the caller drops it (what pack "
                       "returned must not keep it)", reproducer=code)
+    # ownership axis: as torch's unpack_hook for a device tensor (``packed.to(device)``, a
+    # new tensor each time), the unpacked tensor is writable and owns its memory
+    axis = " (ownership: writing into the unpacked tensor, t kept alive)"
+    assert_raises_like(got["write"], None, what=f"restored.data[...] = new values{axis}",
+                       reproducer=code)
+    new = ~original if original.dtype == np.bool_ else original + 1
+    assert_close(got["written"], new, rtol=0, atol=0,
+                 what=f"values of the unpacked tensor after the write{axis}", reproducer=code)
+    assert_close(got["original_after_write"], original, rtol=0, atol=0,
+                 what=f"values of t after writing into its unpacked copy{axis}", reproducer=code)
+    assert_close(got["unpacked_after_write"], original, rtol=0, atol=0,
+                 what=f"a second unpack of the same packed value after the write{axis}",
+                 reproducer=code)
     return got
 
 
@@ -58,6 +73,7 @@ def _round_trip_code(kind, values, dtype, transpose):
     """A script doing what the probe does: pack, drop the tensor, unpack twice."""
     hooks = "save_on_cpu()" if kind == "cpu" else "save_on_disk(folder)"
     view = "\nt = Transpose.apply(t)  # a view: t.t()" if transpose else ""
+    kept_view = view.replace("t = Transpose.apply(t)", "kept = Transpose.apply(kept)")
     return f"""import gc
 import tempfile
 import weakref
@@ -76,7 +92,13 @@ gc.collect()
 print("storage freed once t is dropped:", storage() is None)  # PyTorch: True
 restored = hooks.unpack_hook(packed)
 print("unpacked:", type(restored).__name__, restored.data.dtype, list(restored.shape), restored)
-print("unpacked again:", hooks.unpack_hook(packed))"""
+print("unpacked again:", hooks.unpack_hook(packed))
+kept = tt.tensor(np.array({literal(values)}).reshape({tuple(np.shape(values))}).astype({dtype!r})){kept_view}
+packed = hooks.pack_hook(kept)
+restored = hooks.unpack_hook(packed)
+restored.data[...] = {"~restored.data" if dtype == "bool" else "restored.data + 1"}  # PyTorch: writable
+print("t after the write:", kept)  # PyTorch: unchanged
+print("unpacked after the write:", hooks.unpack_hook(packed))  # PyTorch (a device tensor): unchanged"""
 
 
 @task("3.3")

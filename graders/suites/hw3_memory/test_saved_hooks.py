@@ -7,11 +7,15 @@ calls are compared with torch's on the same program.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 
 import numpy as np
+import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.structure import RAISED, Kind, ListOf, conform
@@ -19,7 +23,7 @@ from graders.oracle import memory as mlp_oracle
 from graders.oracle import saved_hooks as oracle
 from graders.strategies.programs import describe, functions_source, programs
 from graders.suites._seed import case_seed, seeded_values
-from graders.suites._support import examples, task
+from graders.suites._support import examples, literal, task
 
 HOOKS_CODE = ("pack(t): log 'pack', keep t, return its number; unpack(n): log 'unpack', "
               "return the kept tensor")
@@ -111,6 +115,82 @@ def test_unpack_hook_must_return_a_tensor(submission):
     conform(got, {"backward": RAISED}, what="saved_hooks.bad_unpack")
     assert_raises_like(got["backward"], "TypeError", what="backward when unpack_hook returns 7",
                        contains=("unpack_hook expected to be a Tensor", "result of type int"))
+
+
+def _torch_raising_hooks(x, where):
+    calls = []
+
+    def pack(tensor):
+        calls.append("pack")
+        if where == "pack":
+            raise KeyError("pack boom")
+        return tensor
+
+    def unpack(packed):
+        calls.append("unpack")
+        if where == "unpack":
+            raise KeyError("unpack boom")
+        return packed
+
+    xt = torch.tensor(np.asarray(x, np.float64), requires_grad=True)
+    out, y = {}, None
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = torch.sin(xt)
+        out["forward"] = None
+    except KeyError:
+        out["forward"] = "KeyError"
+    out["backward"] = None
+    if y is not None:
+        try:
+            y.sum().backward()
+        except KeyError:
+            out["backward"] = "KeyError"
+    out["x_grad_is_none"] = xt.grad is None
+    out["grad_enabled"] = torch.is_grad_enabled()
+    out["calls"] = list(calls)
+    xt.grad = None
+    torch.sin(xt).sum().backward()
+    out["after_grad"] = xt.grad.numpy()
+    out["after_calls"] = calls[len(out["calls"]):]
+    out["after_grad_enabled"] = torch.is_grad_enabled()
+    return out
+
+
+@task("3.2")
+@pytest.mark.parametrize("where", ["pack", "unpack"])
+def test_a_raising_hook_reaches_the_caller_and_leaves_nothing_behind(submission, where):
+    """A pack hook (in the forward) or unpack hook (in backward) that raises: the
+    exception reaches the caller with its type (as torch), the grad mode is what it was,
+    and once the block is left the pair is gone: the next forward and backward run
+    normally, without calling it (exception axis)."""
+    x = seeded_values([0.5, -1.0, 2.0], "3.2 raising hook")
+    got = submission.call("saved_hooks.raising_hooks", x, where)
+    conform(got, {"forward": RAISED, "backward": RAISED, "x_grad_is_none": Kind(bool),
+                  "grad_enabled": Kind(bool), "calls": ListOf(Kind(str)),
+                  "after_backward": RAISED, "after_grad": Kind(None, np.ndarray),
+                  "after_calls": ListOf(Kind(str)),
+                  "after_grad_enabled": Kind(bool)}, what="saved_hooks.raising_hooks")
+    expected = _torch_raising_hooks(x, where)
+    axis = f" (after an exception raised by the {where} hook)"
+    case = (f"x = {literal(x)}; with saved_tensors_hooks(pack, unpack): y = x.sin(); "
+            f"y.sum().backward(); the {where} hook raises KeyError; then "
+            "x.sin().sum().backward() outside the block")
+    assert_raises_like(got["forward"], expected["forward"],
+                       what=f"the forward under the pair{axis}", case=case)
+    assert_raises_like(got["backward"], expected["backward"],
+                       what=f"the backward of the graph built under the pair{axis}", case=case)
+    assert_equal([got["calls"], got["x_grad_is_none"], got["grad_enabled"]],
+                 [expected["calls"], expected["x_grad_is_none"], expected["grad_enabled"]],
+                 what=f"[hook calls, x.grad is None, tt.is_grad_enabled()] right after{axis}",
+                 case=case)
+    assert_equal([got["after_calls"], got["after_grad_enabled"]],
+                 [expected["after_calls"], expected["after_grad_enabled"]],
+                 what=f"[hook calls, tt.is_grad_enabled()] of the next backward{axis}",
+                 case=case)
+    assert_raises_like(got["after_backward"], None, what=f"the next backward{axis}", case=case)
+    assert_close(got["after_grad"], expected["after_grad"],
+                 what=f"x.grad of the next backward{axis}", case=case)
 
 
 @task("3.2")
@@ -210,3 +290,64 @@ def test_packed_tensors_are_not_kept(submission):
     assert_equal(got["live_bytes"], 0, what="bytes of activations still alive after the "
                  f"forward under saved_tensors_hooks(lambda t: None, ...) (plain run: "
                  f"{plain['live_bytes']})")
+
+
+def _torch_raising_hooks_nested(x, where, nested):
+    graph = torch.autograd.graph
+    outer_calls = []
+
+    def boom(_):
+        raise KeyError("boom")
+
+    def count(kind):
+        def hook(t):
+            outer_calls.append(kind)
+            return t
+        return hook
+
+    outer = graph.saved_tensors_hooks(count("pack"), count("unpack")) if nested else None
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    with outer if outer is not None else contextlib.nullcontext():
+        error = None
+        try:
+            with graph.saved_tensors_hooks(boom if where == "pack" else (lambda t: t),
+                                           (lambda t: t) if where == "pack" else boom):
+                y = torch.sin(xt)
+            y.sum().backward()
+        except KeyError as e:
+            error = type(e).__name__
+        modes = [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+        before = len(outer_calls)
+        x2 = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        torch.sin(x2).sum().backward()
+    return {"error": error, "modes": modes, "outer_calls": outer_calls[before:],
+            "x_grad": x2.grad.numpy()}
+
+
+@task("3.2")
+@settings(max_examples=examples(4))
+@given(x=arrays(np.float64, st.integers(1, 4), elements=st.floats(-1.5, 1.5)),
+       where=st.sampled_from(["pack", "unpack"]), nested=st.booleans())
+def test_raising_hook_inside_an_outer_pair_restores_the_outer_pair(submission, x, where, nested):
+    """A pack or unpack hook that raises: the exception reaches the caller, grad mode and
+    the hooks in effect are restored (the outer pair when nested), and the next forward and
+    backward work normally, as in torch."""
+    got = submission.call("saved_hooks.raising_hooks_nested", x, where, nested)
+    expected = _torch_raising_hooks_nested(x, where, nested)
+    conform(got, {"error": RAISED, "modes": [Kind(bool), Kind(bool)],
+                  "outer_calls": ListOf(Kind(str)), "again": RAISED,
+                  "x_grad": Kind(None, np.ndarray)}, what="saved_hooks.raising_hooks")
+    axis = f"after a{'n un' if where == 'unpack' else ' '}pack hook raised"
+    case = (f"x = {literal(x)}; " + ("inside an outer counting saved_tensors_hooks pair; "
+                                     if nested else "")
+            + f"with saved_tensors_hooks(...{where} raising KeyError...): y = sin(x); "
+            "y.sum().backward(); then a new sin(x2).sum().backward()")
+    assert_raises_like(got["error"], expected["error"], what=f"the caller ({axis})", case=case)
+    assert_equal(got["modes"], expected["modes"],
+                 what=f"[is_grad_enabled, is_inference_mode_enabled] {axis}", case=case)
+    assert_raises_like(got["again"], None, what=f"the next forward and backward {axis}",
+                       case=case)
+    assert_equal(got["outer_calls"], expected["outer_calls"],
+                 what=f"hook calls of the pair in effect in the next forward and backward {axis}",
+                 case=case)
+    assert_close(got["x_grad"], expected["x_grad"], what=f"x2.grad {axis}", case=case)
