@@ -330,6 +330,15 @@ class enable_grad""",
         replace="""        out = Tensor(self.data.copy())""",
         why="detach() copies the data and gets a new version counter instead of sharing",
     ),
+    Mutant(
+        id="root-gradient-rounded-through-float32",
+        task="1.2",
+        file="autograd/engine.py",
+        find='    grad = np.asarray(getattr(grad, "data", grad), dtype=tensor.data.dtype)',
+        replace='    grad = np.asarray(getattr(grad, "data", grad), dtype=np.float32)',
+        why="the gradient given to backward is rounded to float32 before it is cast to the "
+            "output's dtype: a float64 graph loses precision at its root",
+    ),
 ]
 
 ALTERNATIVES = [
