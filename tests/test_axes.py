@@ -43,7 +43,9 @@ def test_layouts_are_drawn_for_every_tensor_argument():
     seen: dict[tuple[str, int], set[str]] = {}
     ops = [op for op in OPS if op.name in ("add", "cat", "where", "linear")]
 
-    @FAST
+    # derandomized and more draws: add's second operand is also drawn as a Python scalar
+    # (the options axis), so 40 random draws did not always give it every layout
+    @settings(FAST, max_examples=200, derandomize=True)
     @given(data=st.data())
     def draw(data):
         d = Draw(data)
