@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from ..checks import assert_close, assert_conforms
+from ..checks.compare import literal
 from ..harness.errors import NotImplementedInSubmission
 from ..probes._cuda_ast import KernelSourceError, _Module, kernel_source
 from ..probes._cuda_fill import from_undefined_lanes, never_written
 from ..strategies.cuda import worded
-from ..suites._support import literal
 from .spec import Case, Expect, KernelInfo, Ptr, WrapperInfo, reproducer
 
 COMPILE_TIMEOUT = 50.0  # seconds for one compile call (a child process compiles a batch)

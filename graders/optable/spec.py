@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..checks.compare import literal
 from ..strategies.ops import (
     FLOAT_DTYPES,
     LAYOUT_WORDS,
@@ -21,7 +22,6 @@ from ..strategies.ops import (
     T,
     is_float,
 )
-from ..suites._support import literal
 
 SampleFn = Callable[[Draw, np.dtype], Sample]
 AUTOCAST = ("lower_precision", "fp32", "promote", "none")

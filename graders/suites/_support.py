@@ -6,10 +6,7 @@ import os
 
 import pytest
 
-# re-exported: the suites and the op and kernel tables import it from here
-from ..checks.compare import literal
-
-__all__ = ["PROFILES", "examples", "literal", "task"]
+__all__ = ["PROFILES", "examples", "task"]
 
 task = pytest.mark.task
 

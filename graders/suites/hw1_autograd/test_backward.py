@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_conforms, assert_equal, assert_raises_like
+from graders.checks.compare import literal
 from graders.oracle import programs as oracle
 from graders.strategies.programs import (
     backward_reach,
@@ -28,7 +29,7 @@ from graders.strategies.programs import (
     reproducer,
 )
 from graders.suites._seed import reseeded, seeded_program, seeded_values
-from graders.suites._support import examples, literal, task
+from graders.suites._support import examples, task
 
 small_vectors = arrays(np.float64, st.integers(1, 5), elements=st.floats(-1.5, 1.5))
 

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_conforms, assert_equal, assert_raises_like
+from graders.checks.compare import literal
 from graders.suites._seed import seeded_values
-from graders.suites._support import examples, literal, task
+from graders.suites._support import examples, task
 
 vectors = arrays(np.float64, st.integers(1, 4), elements=st.floats(-1.5, 1.5))
 _RAISED = {"type": None, "message": ""}

@@ -13,11 +13,12 @@ from hypothesis.extra.numpy import arrays
 from torch.utils.checkpoint import checkpoint as torch_checkpoint
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.compare import literal
 from graders.checks.structure import RAISED, Kind, Shaped, conform
 from graders.oracle import memory as oracle
 from graders.probes.checkpoint import RANDOM_SEED
 from graders.suites._seed import case_seed, seeded_values
-from graders.suites._support import examples, literal, task
+from graders.suites._support import examples, task
 
 MODEL = "blocks h -> tanh(sin(h @ W1 + b1) @ W2 + b2), each block under checkpoint"
 

@@ -17,13 +17,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.compare import literal
 from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import inplace as oracle
 from graders.probes.inplace import CONST_BASE_CASES, VIEW_CASES
 from graders.strategies.inplace import fold_weights, inplace_programs, reproducer
 from graders.strategies.programs import functions_source
 from graders.suites._seed import seeded_values
-from graders.suites._support import examples, literal, task
+from graders.suites._support import examples, task
 
 VERSION_HINT = "is at version"
 

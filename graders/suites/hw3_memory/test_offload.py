@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.compare import literal
 from graders.checks.structure import Kind, Shaped, conform
 from graders.oracle import memory as oracle
 from graders.strategies.programs import functions_source
 from graders.suites._seed import seeded_values
-from graders.suites._support import examples, literal, task
+from graders.suites._support import examples, task
 
 DTYPES = ["float64", "float32", "float16", "int64", "bool"]
 SHAPES = st.sampled_from([(), (0, 3), (5,), (2, 3), (3, 1, 2)])

@@ -18,12 +18,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
+from graders.checks.compare import literal
 from graders.checks.structure import RAISED, Kind, ListOf, conform
 from graders.oracle import memory as mlp_oracle
 from graders.oracle import saved_hooks as oracle
 from graders.strategies.programs import describe, functions_source, programs
 from graders.suites._seed import case_seed, seeded_values
-from graders.suites._support import examples, literal, task
+from graders.suites._support import examples, task
 
 HOOKS_CODE = ("pack(t): log 'pack', keep t, return its number; unpack(n): log 'unpack', "
               "return the kept tensor")

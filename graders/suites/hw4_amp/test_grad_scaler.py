@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 from graders.checks import assert_close, assert_equal, assert_raises_like
 from graders.checks.amp import assert_run_matches, assert_state_dict_matches, config_call
+from graders.checks.compare import literal
 from graders.checks.structure import Kind, conform, loose
 from graders.oracle import amp as oracle
 from graders.strategies.amp import fixed_run, runs, scaler_configs
 from graders.suites._seed import case_rng, grading_seed, seeded_values
-from graders.suites._support import examples, literal, task
+from graders.suites._support import examples, task
 
 
 def _check_run(submission, run):
