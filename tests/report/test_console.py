@@ -193,7 +193,7 @@ def test_types_are_named_with_their_module():
 
     with pytest.raises(TypeError, match=r"got a numpy\.float64$"):
         _observe.array(np.float64(1.0))
-    with pytest.raises(TypeError, match=r"got a tests\.test_console\.[\w.<>]*Tensor whose "
+    with pytest.raises(TypeError, match=r"got a tests\.report\.test_console\.[\w.<>]*Tensor whose "
                                         r"\.data is a numpy\.float64"):
         _observe.array(Tensor())
     with pytest.raises(TypeError, match=r"got a float$"):
