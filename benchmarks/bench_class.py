@@ -4,7 +4,7 @@ local Dask cluster of 2 workers, on this machine.
     python benchmarks/bench_class.py                      # 30 students, task 1.1
     python benchmarks/bench_class.py --tasks all --configs jobs2 --verify   # the full check
 
-The class (``tests/class_builder.py``): the reference, the template, a submission that
+The class (``tests/classgrade/class_builder.py``): the reference, the template, a submission that
 hangs, one that crashes its worker, one that fills its memory, two near-copies, one
 without a package, a corrupt zip, and known-wrong variants (``tests/mutants``), one per
 task. Every configuration must give the same gradebook; ``--verify`` also grades every
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.class_builder import build, full_class  # noqa: E402
+from tests.classgrade.class_builder import build, full_class  # noqa: E402
 
 CONFIGS = {"jobs1": ["--jobs", "1"], "jobs2": ["--jobs", "2"],
            "dask2": ["--dask", "local", "--jobs", "2"]}

@@ -2,10 +2,10 @@
 ``tinytrain-grade-class``'s similarity check), to set ``similarity.KNOWN_MIN``.
 
     python benchmarks/bench_known_sources.py             # the reference, the alternatives,
-                                                         # the engines of tests/class_builder
+                                                         # the engines of tests/classgrade/class_builder
 
 Subjects: the reference; every correct alternative of ``tests/mutants`` (ALTERNATIVES);
-the task 1.2 engines of ``tests/class_builder.ENGINES`` (the probes' ``run_backward``
+the task 1.2 engines of ``tests/classgrade/class_builder.ENGINES`` (the probes' ``run_backward``
 pasted and renamed, two written without it); and the paste fitted into the template's
 three functions (``_count_dependencies``, ``_add_to_buffer``, ``run_backward``). Each is
 compared, as a submission's solution regions, with every grader source: as the check
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from graders.classgrade import similarity  # noqa: E402
-from tests.class_builder import ENGINES, Student, make_student  # noqa: E402
+from tests.classgrade.class_builder import ENGINES, Student, make_student  # noqa: E402
 from tests.mutants import all_alternatives  # noqa: E402
 
 TEMPLATE = ROOT / "student_template" / "tinytrain"

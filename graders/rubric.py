@@ -19,7 +19,7 @@ class Task:
     points: float
     visibility: str = "visible"
     # an integration task's tests run the whole stack (the GPT, end-to-end training): a
-    # bug in another task may cost points there too (tests/test_mutants.py allows it)
+    # bug in another task may cost points there too (tests/suites/test_mutants.py allows it)
     integration: bool = False
 
     @property

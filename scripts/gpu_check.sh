@@ -6,7 +6,7 @@
 # It records the machine (nvidia-smi, versions), makes sure CuPy is importable (the
 # image's own CuPy where there is one, else wheels carried in .whl/, else
 # `pip install cupy-cuda12x` / `cupy-cuda13x` matching the driver's CUDA where pip can
-# reach an index), runs the GPU tests (tests/test_cuda_allocator.py: the CupyAllocator
+# reach an index), runs the GPU tests (tests/kerneltable/test_cuda_allocator.py: the CupyAllocator
 # half runs natively there; the HostAllocator half under the interpreter as everywhere),
 # then benchmarks/bench_cuda.py: the kernels first, the GPT-2-small step on its own (it is
 # the slow one: tinytrain's wrappers still stage NumPy arrays per launch). Everything
@@ -70,7 +70,7 @@ if nvidia-smi -L >/dev/null 2>&1; then  # a GPU machine: skipping the native hal
 fi
 
 echo "== GPU tests"
-timeout "$T_TESTS" "$PY" -m pytest tests/test_cuda_allocator.py -q -rs -p no:benchmark \
+timeout "$T_TESTS" "$PY" -m pytest tests/kerneltable/test_cuda_allocator.py -q -rs -p no:benchmark \
   -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log"
 tests_rc=${PIPESTATUS[0]}
 

@@ -8,8 +8,8 @@ autocast dtype, "fp32" to float32, "promote" to the widest eligible type (float3
 eligible input is float32, else the autocast dtype; any other mix is an error), "none"
 casts nothing; eligible means floating point and not float64. Then the op runs in torch,
 on the CPU, on those inputs. With a GPU, ``torch.autocast("cuda")`` itself is the oracle.
-tests/test_optable.py checks the op table's categories against torch's own AutocastCUDA
-kernels (on fake CUDA tensors, no GPU needed), and tests/test_autocast_oracle.py checks
+tests/optable/test_optable.py checks the op table's categories against torch's own AutocastCUDA
+kernels (on fake CUDA tensors, no GPU needed), and tests/oracle/test_autocast_oracle.py checks
 the facts below against torch's autocast.
 """
 
@@ -200,7 +200,7 @@ def script_records(script: list[list[Any]]) -> list[Any]:
 # share it; the outermost exit clears it). A cast made under no_grad is made with its
 # graph and cached, so a later call in grad mode gets it and the gradient reaches the
 # weight. Seen on torch 2.13 (CPU autocast, which shares cached_cast with CUDA): see
-# tests/test_autocast_oracle.py. Keys are graders.probes.autocast.cache's.
+# tests/oracle/test_autocast_oracle.py. Keys are graders.probes.autocast.cache's.
 CACHE = {
     "parameter": True,  # a float32 leaf that requires grad: the same cast twice
     "requires_grad_false": False,  # cast anew for each call

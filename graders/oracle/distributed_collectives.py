@@ -1,7 +1,7 @@
 """The collective table: one declarative entry per collective of ``tt.distributed``
 (OpInfo-style). From it come
 
-- the project's checks of both backends (``tests/test_distributed_collectives.py``):
+- the project's checks of both backends (``tests/oracle/test_distributed_collectives.py``):
   each entry draws per-rank inputs, the backend runs the call, and every rank's output
   must equal ``expected`` (NumPy semantics: the oracle needs no torch.distributed);
 - the graders' checks of a trace against itself (``check_trace``): the fingerprints the

@@ -30,7 +30,7 @@ So, per grading:
 Budgets are counted in runs, not seconds, so a regrade prints the same examples.
 Hypothesis has no setting for this: the engine's ``test_function`` and the test body
 Hypothesis runs are wrapped (internals of the pinned Hypothesis, see pyproject.toml;
-``tests/test_hypothesis_budget.py`` checks each behaviour).
+``tests/runner/test_hypothesis_budget.py`` checks each behaviour).
 """
 
 from __future__ import annotations

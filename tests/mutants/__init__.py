@@ -1,7 +1,7 @@
 """Known-wrong variants of the reference, each of which its task's graders must catch.
 
 Every assignment has a module here (``hw1.py`` ...) with a list ``MUTANTS``; a mutant
-replaces one exact snippet of one reference file. ``tests/test_mutants.py`` grades each
+replaces one exact snippet of one reference file. ``tests/suites/test_mutants.py`` grades each
 and checks that it loses points in its own task and in no other task of its assignment.
 A module may also list ``ALTERNATIVES``: correct code written differently from the
 reference (same ``Mutant`` form), which must keep full marks.

@@ -1,5 +1,5 @@
 """Wrong variants for assignment 6 (Triton kernels and the cuda device), and correct
-alternatives. Ids start with ``cuda-`` (``pytest tests/test_mutants.py -k cuda``)."""
+alternatives. Ids start with ``cuda-`` (``pytest tests/suites/test_mutants.py -k cuda``)."""
 
 from . import Mutant
 
