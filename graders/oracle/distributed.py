@@ -209,10 +209,11 @@ def sequence_parallel_layer_run(kind: str, cfg: dict[str, Any], weights: dict[st
     out = module(inputs)
     g = torch.from_numpy(grad_output.copy())
     bias = module.c_proj.bias
-    rank_grads = []
-    for out_r, g_r in zip(out.chunk(world, 1), g.chunk(world, 1), strict=True):
+    rank_grads: list[dict[str, np.ndarray]] = [{} for _ in range(world)]
+    parts = zip(out.chunk(world, 1), g.chunk(world, 1), rank_grads, strict=True)
+    for out_r, g_r, own in parts if bias is not None else ():
         (bias_grad,) = torch.autograd.grad(out_r, bias, g_r, retain_graph=True)
-        rank_grads.append({"c_proj.bias": bias_grad.numpy().copy()})
+        own["c_proj.bias"] = bias_grad.numpy().copy()
     out.backward(g)
     return {"output": out.detach().numpy().copy(), "input_grad": inputs.grad.numpy().copy(),
             "grads": {n: p.grad.numpy().copy() for n, p in module.named_parameters()},
