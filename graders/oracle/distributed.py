@@ -191,6 +191,35 @@ def layer_run(kind: str, cfg: dict[str, Any], weights: dict[str, np.ndarray], x:
             "grads": {n: p.grad.numpy().copy() for n, p in module.named_parameters()}}
 
 
+def sequence_parallel_layer_run(kind: str, cfg: dict[str, Any], weights: dict[str, np.ndarray],
+                                x: np.ndarray, grad_output: np.ndarray, world: int,
+                                ) -> dict[str, Any]:
+    """A GPT block (``kind`` mlp or attention) with Megatron's sequence parallelism on
+    ``world`` ranks, in one torch process: rank r holds chunk r of the sequence (dim 1) of
+    the input and of the output, its column-parallel layer all-gathers the sequence in
+    forward (reduce-scatters the gradient in backward) and its row-parallel ``c_proj``
+    reduce-scatters its output along the sequence (all-gathers the gradient in backward),
+    then adds its bias on the rank's positions. So the output and the input's gradient
+    are the full block's, cut along the sequence; every parameter's gradient is the full
+    block's but ``c_proj.bias``'s, which on rank r is the gradient of rank r's part of the
+    output only (Megatron sums it over the ranks afterwards, with the LayerNorms': task
+    7.4's ``allreduce_sequence_parallel_grads``). ``rank_grads[r]``: those per-rank ones."""
+    module = full_layer(kind, cfg, weights)
+    inputs = torch.from_numpy(x.copy()).requires_grad_(True)
+    out = module(inputs)
+    g = torch.from_numpy(grad_output.copy())
+    bias = module.c_proj.bias
+    rank_grads: list[dict[str, np.ndarray]] = [{} for _ in range(world)]
+    parts = zip(out.chunk(world, 1), g.chunk(world, 1), rank_grads, strict=True)
+    for out_r, g_r, own in parts if bias is not None else ():
+        (bias_grad,) = torch.autograd.grad(out_r, bias, g_r, retain_graph=True)
+        own["c_proj.bias"] = bias_grad.numpy().copy()
+    out.backward(g)
+    return {"output": out.detach().numpy().copy(), "input_grad": inputs.grad.numpy().copy(),
+            "grads": {n: p.grad.numpy().copy() for n, p in module.named_parameters()},
+            "rank_grads": rank_grads}
+
+
 def cross_entropy_run(logits: np.ndarray, target: np.ndarray, grad_output: np.ndarray,
                       ) -> dict[str, Any]:
     """F.cross_entropy(reduction='none') over the last dim of logits (..., vocab): the

@@ -5,6 +5,7 @@ its own part). Marks in the trace: "forward", "backward", "done"."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -68,9 +69,65 @@ def _parallel(tt: Any, kind: str, full: Any, options: dict[str, Any], group: Any
                                     **on)
     if kind == "embedding":
         return tp.VocabParallelEmbedding(full, **on)
+    if "sequence_parallel" in options:
+        on["sequence_parallel"] = bool(options["sequence_parallel"])
     if kind == "mlp":
         return tp.ParallelMLP(full, **on)
     return tp.ParallelCausalSelfAttention(full, **on)
+
+
+def _sequence_parallel_branches(tt: Any, block: Any) -> None:
+    """Give the column- and row-parallel Linear layers inside ``block`` the probes' own
+    copy of their forward's sequence-parallel branches (task 7.4's), so that a task-7.3
+    block with ``sequence_parallel=True`` is graded without 7.4's code: a layer whose
+    ``sequence_parallel`` is set all-gathers its input along the sequence (dim 1;
+    reduce-scatter backward) before its ``_local_output``, or reduce-scatters its
+    ``_partial_product`` along the sequence (all-gather backward) before adding its bias;
+    with ``sequence_parallel`` unset it runs its own forward. The collectives are the
+    framework's given ones on arrays (``collectives/arrays.py``), on the grader's runtime.
+    Layers of other classes (a subclass with a forward of its own) are left as they are."""
+    tp = tt.distributed.tensor_parallel
+    arrays = importlib.import_module(tt.__name__ + ".distributed.collectives.arrays")
+    dim = 1  # (batch, time, features)
+
+    class Gather(arrays.CollectiveFunction):
+        @staticmethod
+        def forward(ctx: Any, x: Any, group: Any) -> np.ndarray:
+            ctx.group = group
+            return arrays.all_gather(x.data, dim, group)
+
+        @staticmethod
+        def backward(ctx: Any, g: np.ndarray) -> tuple[np.ndarray, None]:
+            return arrays.reduce_scatter(g, dim, ctx.group), None
+
+    class ReduceScatter(arrays.CollectiveFunction):
+        @staticmethod
+        def forward(ctx: Any, x: Any, group: Any) -> np.ndarray:
+            ctx.group = group
+            return arrays.reduce_scatter(x.data, dim, group)
+
+        @staticmethod
+        def backward(ctx: Any, g: np.ndarray) -> tuple[np.ndarray, None]:
+            return arrays.all_gather(g, dim, ctx.group), None
+
+    class Column(tp.ColumnParallelLinear):
+        def forward(self, x: Any) -> Any:
+            if not self.sequence_parallel:
+                return tp.ColumnParallelLinear.forward(self, x)
+            return self._local_output(Gather.apply(x, self.group))
+
+    class Row(tp.RowParallelLinear):
+        def forward(self, x: Any) -> Any:
+            if not self.sequence_parallel:
+                return tp.RowParallelLinear.forward(self, x)
+            y = ReduceScatter.apply(self._partial_product(x), self.group)
+            return y if self.bias is None else y + self.bias
+
+    for _, module in block.named_modules():
+        if type(module) is tp.ColumnParallelLinear:
+            module.__class__ = Column
+        elif type(module) is tp.RowParallelLinear:
+            module.__class__ = Row
 
 
 @probe
@@ -80,7 +137,10 @@ def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
     the full layer, its parallel version, runs forward and backward: the output, the
     input's gradient (None for indices) and the parallel layer's parameters' gradients by
     name. Optionally ``groups`` (lists of ranks, made with new_group on every rank in this
-    order): each rank's layer is built on the group it is in (``group=``)."""
+    order): each rank's layer is built on the group it is in (``group=``). A block (mlp,
+    attention) with ``options["sequence_parallel"]`` is built with it, and its Linear
+    layers run the probes' sequence-parallel branches (``_sequence_parallel_branches``):
+    each rank's input is then its part of the sequence."""
     kind = spec["kind"]
     dist = tt.distributed
 
@@ -91,6 +151,8 @@ def layer(tt: Any, spec: dict[str, Any]) -> dict[str, Any]:
             group = next(m for m, g in zip(made, spec["groups"], strict=True) if rank in g)
         full = _full_layer(tt, kind, spec["cfg"], spec["weights"])
         part = _parallel(tt, kind, full, spec.get("options", {}), group)
+        if spec.get("options", {}).get("sequence_parallel"):
+            _sequence_parallel_branches(tt, part)
         x = tt.tensor(spec["inputs"][rank])
         if kind != "embedding":
             x.requires_grad_(True)

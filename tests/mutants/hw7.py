@@ -234,6 +234,36 @@ MUTANTS = [
         why="the target's logit looked up in dim 1 (F.cross_entropy's class dim): right for "
             "(tokens, vocab) logits only, wrong for (batch, sequence, vocab)",
     ),
+    Mutant(
+        id="tp-mlp-block-bypasses-its-layers",
+        task="7.3",
+        file="distributed/tensor_parallel/transformer.py",
+        find="        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))",
+        replace="""        from .mappings import (
+            copy_to_tensor_model_parallel_region,
+            reduce_from_tensor_model_parallel_region,
+        )
+
+        h = self.gelu(self.c_fc._local_output(
+            copy_to_tensor_model_parallel_region(x, self.c_fc.group)))
+        y = reduce_from_tensor_model_parallel_region(self.c_proj._partial_product(h),
+                                                     self.c_proj.group)
+        return self.dropout(y + self.c_proj.bias)""",
+        why="ParallelMLP(sequence_parallel=True) keeps sequence_parallel on its Linear layers "
+            "but its forward runs their non-sequence-parallel path (\"f\" and \"g\" around "
+            "their local products): each rank multiplies its part of the sequence and the "
+            "all-reduce adds up different positions",
+    ),
+    Mutant(
+        id="tp-attention-steps-from-its-input",
+        task="7.3",
+        file="distributed/tensor_parallel/transformer.py",
+        find="        batch, steps, _ = qkv.shape",
+        replace="        batch, steps, _ = x.shape",
+        why="the attention's sequence length taken from its input, not from the queries: with "
+            "sequence_parallel the input holds this rank's part of the sequence, the "
+            "queries (after the all-gather) the whole",
+    ),
     # ----- 7.4 sequence parallelism -----------------------------------------------------------
     Mutant(
         id="sp-all-reduce-instead-of-reduce-scatter",

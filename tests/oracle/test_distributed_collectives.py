@@ -225,6 +225,35 @@ def test_mismatched_calls_are_reported(tt):
     assert "all_reduce #0 (sum, float32[3])" in str(exc) and "all_gather #0" in str(exc)
 
 
+@pytest.mark.parametrize("call", ["all_gather_into_tensor", "reduce_scatter_tensor",
+                                  "all_gather", "reduce_scatter"])
+def test_mixed_dtypes_are_refused_as_the_graders_collectives_do(tt, call):
+    """An output whose dtype is not the input's: torch.distributed (gloo) raises, and so do
+    the framework's collectives, with the grader's runtime's message (``_world``), so that
+    what a student runs locally behaves as what is graded."""
+    from graders.probes import _world
+
+    def rank_main(rank: int) -> None:
+        dist = tt.distributed
+        small = tt.tensor(np.zeros(2, np.float32))
+        big = tt.tensor(np.zeros(4, np.float64))
+        if call == "all_gather_into_tensor":
+            dist.all_gather_into_tensor(big, small)
+        elif call == "reduce_scatter_tensor":
+            dist.reduce_scatter_tensor(small, big)
+        elif call == "all_gather":
+            dist.all_gather([tt.tensor(np.zeros(2)) for _ in range(2)], small)
+        else:
+            dist.reduce_scatter(small, [tt.tensor(np.zeros(2)) for _ in range(2)])
+
+    exc, _ = _fails(tt, 2, rank_main)
+    with pytest.raises(_world.RankFailed) as graded:
+        _world.run(tt, 2, rank_main)
+    message = str(graded.value).splitlines()[0].split("raised ", 1)[1]
+    assert message.startswith(f"TypeError: {call}: ") and "(with mixed dtypes)" in message
+    assert message in str(exc)
+
+
 def test_not_implemented_passes_through_unchanged(tt):
     def fn(rank):
         if rank == 1:

@@ -10,7 +10,13 @@ orders differ). Communication, from the trace: one all-reduce of the activations
 forward and one in backward for an MLP and for an attention block, and what each
 layer's definition needs otherwise; the vocabulary-parallel cross entropy all-reduces
 three values per token in forward (max, sum of exponentials, target logit), nothing in
-backward.
+backward. The options axis: an MLP and an attention block with ``sequence_parallel=True``
+(Megatron's sequence parallelism: each rank holds its part of the sequence of the input
+and of the output; the block's column-parallel Linear all-gathers the sequence and its
+row-parallel one reduce-scatters its output along the sequence) match the full block
+cut along the sequence, with the row-parallel bias's gradient over the rank's positions
+(``oracle.sequence_parallel_layer_run``); the layers' sequence-parallel branches are the
+probes' own there (task 7.4's code does not run).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from graders.suites._seed import case_rng
 from graders.suites._support import task
 
 BATCH, STEPS = 2, 3
+SP_STEPS = 4  # a sequence that 2 and 4 ranks split
 
 
 @dataclass(frozen=True)
@@ -42,9 +49,33 @@ class LayerCase:
     options: dict[str, Any] = field(default_factory=dict)
     forward_calls: tuple[tuple[str, str], ...] = ()
     backward_calls: tuple[tuple[str, str], ...] = ()
+    steps: int = STEPS
+
+    @property
+    def sequence_parallel(self) -> bool:
+        return bool(self.options.get("sequence_parallel"))
+
+    def parts(self) -> dict[str, int | None]:
+        """The dim along which rank r of w holds its part of the layer's input (and of
+        the input's gradient) and of its output (and of the output's gradient); None:
+        the whole."""
+        if self.sequence_parallel:
+            return {"input": 1, "output": 1}
+        column_part = self.kind == "column" and not self.options.get("gather_output")
+        row_part = self.kind == "row" and self.options.get("input_is_parallel")
+        return {"input": -1 if row_part else None, "output": -1 if column_part else None}
+
+
+def _part(value: np.ndarray, axis: int | None, world: int, rank: int) -> np.ndarray:
+    return value if axis is None else oracle.split(value, world, rank, axis)
 
 
 GPT_CFG = gpt_oracle.config(n_embd=8, n_head=4, block_size=STEPS)
+SP_CFG = gpt_oracle.config(n_embd=8, n_head=4, block_size=SP_STEPS)
+# with sequence_parallel: an all-gather of the sequence into the column-parallel layer and
+# a reduce-scatter out of the row-parallel one, in forward and (as their conjugates) in
+# backward, each of the whole activations
+SP_CALLS = (("all_gather", "n_embd"), ("reduce_scatter", "n_embd"))
 LAYERS = [
     LayerCase("column", "column", {"in": 6, "out": 8, "bias": True},
               backward_calls=(("all_reduce", "in"),)),
@@ -60,6 +91,10 @@ LAYERS = [
               backward_calls=(("all_reduce", "n_embd"),)),
     LayerCase("attention", "attention", GPT_CFG, forward_calls=(("all_reduce", "n_embd"),),
               backward_calls=(("all_reduce", "n_embd"),)),
+    LayerCase("mlp-sequence-parallel", "mlp", SP_CFG, {"sequence_parallel": True},
+              SP_CALLS, SP_CALLS, steps=SP_STEPS),
+    LayerCase("attention-sequence-parallel", "attention", SP_CFG, {"sequence_parallel": True},
+              SP_CALLS, SP_CALLS, steps=SP_STEPS),
 ]
 CASES = [pytest.param(case, world, id=f"{case.name}-world{world}")
          for case in LAYERS for world in (2, 4)]
@@ -91,25 +126,68 @@ def _width(case: LayerCase) -> tuple[int, int]:
     return case.cfg["n_embd"], case.cfg["n_embd"]
 
 
+def _draw(case: LayerCase, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The full layer's input and output gradient."""
+    d_in, d_out = _width(case)
+    if case.kind == "embedding":
+        x = rng.integers(0, case.cfg["num"], (BATCH, case.steps))
+    else:
+        x = rng.uniform(-1, 1, (BATCH, case.steps, d_in))
+    return x, rng.uniform(-1, 1, (BATCH, case.steps, d_out))
+
+
+def _expected(case: LayerCase, weights: dict[str, np.ndarray], x: np.ndarray, g: np.ndarray,
+              world: int) -> dict[str, Any]:
+    """The full layer's run in torch; ``rank_grads[r]``: the parameter gradients rank r
+    holds that are not its part of the full layer's (sequence parallelism's row-parallel
+    bias)."""
+    if case.sequence_parallel:
+        return oracle.sequence_parallel_layer_run(case.kind, case.cfg, weights, x, g, world)
+    return {**oracle.layer_run(case.kind, case.cfg, weights, x, g),
+            "rank_grads": [{} for _ in range(world)]}
+
+
 def prepare(case: LayerCase, world: int) -> tuple[dict[str, Any], dict[str, Any]]:
     # the weights and inputs come from the grading seed (seed 0: today's values)
     rng = case_rng(world, "7.3", case.name, world)
     weights = _weights(case, rng)
-    d_in, d_out = _width(case)
-    if case.kind == "embedding":
-        x = rng.integers(0, case.cfg["num"], (BATCH, STEPS))
-    else:
-        x = rng.uniform(-1, 1, (BATCH, STEPS, d_in))
-    g = rng.uniform(-1, 1, (BATCH, STEPS, d_out))
-    expected = oracle.layer_run(case.kind, case.cfg, weights, x, g)
-    column_part = case.kind == "column" and not case.options.get("gather_output")
-    row_part = case.kind == "row" and case.options.get("input_is_parallel")
-    inputs = [oracle.split(x, world, r, -1) if row_part else x for r in range(world)]
-    grads = [oracle.split(g, world, r, -1) if column_part else g for r in range(world)]
+    x, g = _draw(case, rng)
+    expected = _expected(case, weights, x, g, world)
+    parts = case.parts()
+    inputs = [_part(x, parts["input"], world, r) for r in range(world)]
+    grads = [_part(g, parts["output"], world, r) for r in range(world)]
     spec = {"world": world, "kind": case.kind, "cfg": case.cfg, "weights": weights,
             "options": case.options, "inputs": inputs, "grad_outputs": grads,
             "local_names": list(weights)}
-    return spec, {**expected, "column_part": column_part, "row_part": row_part}
+    return spec, expected
+
+
+def check_rank(case: LayerCase, result: dict[str, Any], want: dict[str, Any], size: int,
+               place: int, label: str, what: str, group_word: str = "") -> None:
+    """One rank's output, input gradient and parameter gradients (``place`` of ``size``
+    ranks of its group; ``want``: its group's ``_expected``)."""
+    parts, n_embd = case.parts(), case.cfg.get("n_embd", 0)
+    assert_close(result["output"], _part(want["output"], parts["output"], size, place),
+                 what=f"{label}: the output", case=what)
+    if case.kind != "embedding":
+        assert_close(result["input_grad"],
+                     _part(want["input_grad"], parts["input"], size, place),
+                     what=f"{label}: the input's gradient", case=what)
+    own = want["rank_grads"][place]
+    for name, full in want["grads"].items():
+        if name in own:
+            output = f"{group_word}output" if group_word else "the output"
+            assert_close(result["grads"][name], own[name],
+                         what=f"{label}: {name}.grad (the gradient of this rank's part of the "
+                              f"sequence of {output} only: with sequence_parallel the bias is "
+                              "added after the reduce-scatter, on the rank's positions)",
+                         case=what)
+            continue
+        whose = "its part of its group's full layer's" if group_word else \
+            "this rank's part of the full layer's"
+        assert_close(result["grads"][name],
+                     oracle.local_part(case.kind, name, full, size, place, n_embd),
+                     what=f"{label}: {name}.grad ({whose} gradient)", case=what)
 
 
 def describe(case: LayerCase, world: int) -> str:
@@ -117,8 +195,12 @@ def describe(case: LayerCase, world: int) -> str:
                "embedding": "VocabParallelEmbedding", "mlp": "ParallelMLP",
                "attention": "ParallelCausalSelfAttention"}
     options = "".join(f", {k}={v}" for k, v in case.options.items())
-    return (f"{world} ranks, tt.distributed.tensor_parallel.{classes[case.kind]}(<full layer "
-            f"{case.cfg}>{options}), input of batch {BATCH}, {STEPS} positions (float64)")
+    text = (f"{world} ranks, tt.distributed.tensor_parallel.{classes[case.kind]}(<full layer "
+            f"{case.cfg}>{options}), input of batch {BATCH}, {case.steps} positions (float64)")
+    if case.sequence_parallel:
+        text += (" [the options axis: sequence_parallel=True, each rank holding its part of "
+                 "the sequence (dim 1) of the input and of the output]")
+    return text
 
 
 def run(submission: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -138,24 +220,8 @@ def test_layer_matches_the_full_layer(submission, case, world):
     spec, expected = prepare(case, world)
     got = run(submission, spec)
     what = describe(case, world)
-    n_embd = case.cfg.get("n_embd", 0)
     for rank, result in enumerate(got["ranks"]):
-        output = expected["output"]
-        if expected["column_part"]:
-            output = oracle.split(output, world, rank, -1)
-        assert_close(result["output"], output, what=f"rank {rank}: the output", case=what)
-        if case.kind != "embedding":
-            input_grad = expected["input_grad"]
-            if expected["row_part"]:
-                input_grad = oracle.split(input_grad, world, rank, -1)
-            assert_close(result["input_grad"], input_grad, what=f"rank {rank}: the input's "
-                         "gradient", case=what)
-        for name, full in expected["grads"].items():
-            kind = "column" if case.kind == "column" else case.kind
-            assert_close(result["grads"][name],
-                         oracle.local_part(kind, name, full, world, rank, n_embd),
-                         what=f"rank {rank}: {name}.grad (this rank's part of the full "
-                              "layer's gradient)", case=what)
+        check_rank(case, result, expected, world, rank, f"rank {rank}", what)
 
 
 @task("7.3")
@@ -174,7 +240,8 @@ def test_layer_communicates_as_megatron(submission, case, world):
                 ("forward", marks["forward"], marks["backward"], case.forward_calls),
                 ("backward", marks["backward"], marks["done"], case.backward_calls)):
             found = [(e["kind"], e["numel"]) for e in table.calls(table.between(trace, start, stop))]
-            assert_equal(found, [(kind, BATCH * STEPS * sizes[dim]) for kind, dim in calls],
+            assert_equal(found, [(kind, BATCH * case.steps * sizes[dim])
+                                 for kind, dim in calls],
                          what=f"rank {rank}: the collectives in {phase} (kind, elements)",
                          case=describe(case, world))
 
@@ -239,19 +306,7 @@ def test_linear_layers_as_processes_match_the_full_layer(submission, case, world
     got = run(submission, {**spec, "processes": True})
     what = describe(case, world) + ", each rank its own process"
     for rank, result in enumerate(got["ranks"]):
-        output = expected["output"]
-        if expected["column_part"]:
-            output = oracle.split(output, world, rank, -1)
-        assert_close(result["output"], output, what=f"rank {rank}: the output", case=what)
-        input_grad = expected["input_grad"]
-        if expected["row_part"]:
-            input_grad = oracle.split(input_grad, world, rank, -1)
-        assert_close(result["input_grad"], input_grad, what=f"rank {rank}: the input's gradient",
-                     case=what)
-        for name, full in expected["grads"].items():
-            assert_close(result["grads"][name], oracle.local_part(case.kind, name, full, world, rank),
-                         what=f"rank {rank}: {name}.grad (this rank's part of the full layer's "
-                              "gradient)", case=what)
+        check_rank(case, result, expected, world, rank, f"rank {rank}", what)
 
 
 BLOCK_CASES = [pytest.param(kind, sequence_parallel, id=f"{kind}-sequence_parallel="
@@ -308,48 +363,25 @@ def test_layer_on_a_sub_group(submission, case):
     world, size = 4, len(SUB_GROUPS[0])
     spec, _ = prepare(case, size)
     rng = case_rng(world, "7.3 sub-group", case.name)
-    d_in, d_out = _width(case)
+    parts = case.parts()
     inputs, grads, expected = [None] * world, [None] * world, []
     for members in SUB_GROUPS:
-        if case.kind == "embedding":
-            x = rng.integers(0, case.cfg["num"], (BATCH, STEPS))
-        else:
-            x = rng.uniform(-1, 1, (BATCH, STEPS, d_in))
-        g = rng.uniform(-1, 1, (BATCH, STEPS, d_out))
-        run_ = oracle.layer_run(case.kind, case.cfg, spec["weights"], x, g)
-        expected.append(run_)
+        x, g = _draw(case, rng)
+        expected.append(_expected(case, spec["weights"], x, g, size))
         for place, rank in enumerate(members):
-            row_part = case.kind == "row" and case.options.get("input_is_parallel")
-            column_part = case.kind == "column" and not case.options.get("gather_output")
-            inputs[rank] = oracle.split(x, size, place, -1) if row_part else x
-            grads[rank] = oracle.split(g, size, place, -1) if column_part else g
+            inputs[rank] = _part(x, parts["input"], size, place)
+            grads[rank] = _part(g, parts["output"], size, place)
     spec = {**spec, "world": world, "groups": SUB_GROUPS, "inputs": inputs,
             "grad_outputs": grads}
     got = run(submission, spec)
     what = describe(case, size).replace(f"{size} ranks", f"{world} ranks in the groups "
                                         f"{SUB_GROUPS}, group=<its group>") + \
         " [the group axis: on a sub-group]"
-    n_embd = case.cfg.get("n_embd", 0)
-    column_part = case.kind == "column" and not case.options.get("gather_output")
-    row_part = case.kind == "row" and case.options.get("input_is_parallel")
     for index, members in enumerate(SUB_GROUPS):
-        want = expected[index]
         for place, rank in enumerate(members):
-            result = got["ranks"][rank]
-            label = f"rank {rank} ({place} of group {members})"
-            output = oracle.split(want["output"], size, place, -1) if column_part \
-                else want["output"]
-            assert_close(result["output"], output, what=f"{label}: the output", case=what)
-            if case.kind != "embedding":
-                input_grad = oracle.split(want["input_grad"], size, place, -1) if row_part \
-                    else want["input_grad"]
-                assert_close(result["input_grad"], input_grad,
-                             what=f"{label}: the input's gradient", case=what)
-            for name, full in want["grads"].items():
-                assert_close(result["grads"][name],
-                             oracle.local_part(case.kind, name, full, size, place, n_embd),
-                             what=f"{label}: {name}.grad (its part of its group's full "
-                                  "layer's gradient)", case=what)
+            check_rank(case, got["ranks"][rank], expected[index], size, place,
+                       f"rank {rank} ({place} of group {members})", what,
+                       group_word="its group's ")
 
 
 @task("7.3")

@@ -16,6 +16,7 @@ run during backward. A float32 model keeps float32 shards (and float32 AdamW's r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -222,21 +223,34 @@ def _check_training(ranks: list[dict[str, Any]], s: dict[str, Any], members: lis
     batches = [[per_rank[r] for r in members] for per_rank in s["batches"]]
     expected = oracle.zero_train(WIDTHS, s["weights"], batches, OPTIONS)
     for place, rank in enumerate(members):
-        got = ranks[rank]
-        assert_close(np.asarray(got["losses"]), expected["losses"][place],
-                     what=f"rank {rank}: its local losses", case=case)
-        for step in range(STEPS):
-            for name in s["weights"]:
-                assert_close(got["params"][step][name], expected["params"][step][name],
-                             what=f"rank {rank}: {name} after step {step + 1}", case=case)
-                state = got["state"][step][name]
-                what = f"rank {rank} (group rank {place}): opt.optim.state[<its chunk of {name}>]"
-                assert_conforms(state, {"exp_avg": None, "exp_avg_sq": None, "step": None},
-                                what=what)
-                for key in ("exp_avg", "exp_avg_sq"):
-                    want = expected["state"][step][name][key]
-                    assert_close(state[key], oracle.shard(want, len(members), place),
-                                 what=f"{what}[{key!r}] after step {step + 1}", case=case)
+        label = f"rank {rank} (group rank {place}): opt.optim.state[<its chunk of {{}}>]"
+        _check_rank_steps(ranks[rank], expected, s, rank, place, len(members), case,
+                          label.format,
+                          lambda name, key, step, label=label: f"{label.format(name)}[{key!r}] "
+                                                               f"after step {step + 1}")
+
+
+def _check_rank_steps(got: dict[str, Any], expected: dict[str, Any], s: dict[str, Any],
+                      rank: int, place: int, size: int, case: str,
+                      state_what: Callable[[str], str], key_what: Callable[[str, str, int], str],
+                      keys: tuple[str, ...] = ("exp_avg", "exp_avg_sq")) -> None:
+    """Rank ``rank``, ``place`` of the ``size`` ranks of its group (``expected``: the
+    group's ``oracle.zero_train``): its local losses, and after every step its parameters
+    and AdamW's state (``keys``) for its chunk of each; ``state_what(name)`` and
+    ``key_what(name, key, step)`` name the state in the messages."""
+    assert_close(np.asarray(got["losses"]), expected["losses"][place],
+                 what=f"rank {rank}: its local losses", case=case)
+    for step in range(STEPS):
+        for name in s["weights"]:
+            assert_close(got["params"][step][name], expected["params"][step][name],
+                         what=f"rank {rank}: {name} after step {step + 1}", case=case)
+            state = got["state"][step][name]
+            assert_conforms(state, {"exp_avg": None, "exp_avg_sq": None, "step": None},
+                            what=state_what(name))
+            for key in keys:
+                want = expected["state"][step][name][key]
+                assert_close(state[key], oracle.shard(want, size, place),
+                             what=key_what(name, key, step), case=case)
 
 
 @task("7.2")
@@ -288,16 +302,9 @@ def test_ranks_as_processes_match_single_process_adamw(submission, stage, world)
     ranks = run(submission, s)
     expected = oracle.zero_train(WIDTHS, s["weights"], s["batches"], OPTIONS)
     for rank, got in enumerate(ranks):
-        assert_close(np.asarray(got["losses"]), expected["losses"][rank],
-                     what=f"rank {rank}: its local losses", case=case)
-        for step in range(STEPS):
-            for name in s["weights"]:
-                assert_close(got["params"][step][name], expected["params"][step][name],
-                             what=f"rank {rank}: {name} after step {step + 1}", case=case)
-                state = got["state"][step][name]
-                assert_conforms(state, {"exp_avg": None, "exp_avg_sq": None, "step": None},
-                                what=f"rank {rank}: opt.optim.state[<its chunk of {name}>]")
-                assert_close(state["exp_avg"],
-                             oracle.shard(expected["state"][step][name]["exp_avg"], world, rank),
-                             what=f"rank {rank}: exp_avg of its chunk of {name} after step "
-                                  f"{step + 1}", case=case)
+        _check_rank_steps(got, expected, s, rank, rank, world, case,
+                          lambda name, rank=rank: f"rank {rank}: opt.optim.state[<its chunk of "
+                                                  f"{name}>]",
+                          lambda name, key, step, rank=rank: f"rank {rank}: {key} of its chunk "
+                                                             f"of {name} after step {step + 1}",
+                          keys=("exp_avg",))

@@ -4,7 +4,8 @@ Collectives work in place on ``tensor.data`` (and bump the tensor's version); th
 recorded by autograd (the tensor-parallel operators wrap them in Functions). ``src`` and
 ``dst`` are global ranks, as in torch.distributed. With ``async_op=True`` a call returns a
 ``Work`` at once and its ``wait()`` puts the result in place; otherwise it returns None
-when done.
+when done. An output must have its input's dtype (TypeError otherwise, as torch.distributed
+refuses mixed dtypes).
 """
 
 from __future__ import annotations
@@ -185,6 +186,15 @@ def _op(op: Any) -> str:
     return op
 
 
+def _same_dtype(what: str, out: Tensor, inputs: list[Tensor]) -> None:
+    # torch.distributed (gloo, NCCL) rejects an output whose dtype is not the input's
+    for inp in inputs:
+        if inp.data.dtype != out.data.dtype:
+            raise TypeError(f"{what}: the output is {out.data.dtype.name} but an input is "
+                            f"{inp.data.dtype.name} (with mixed dtypes); torch.distributed "
+                            "requires the output and input tensors in one dtype")
+
+
 def _store(tensor: Tensor) -> Callable[[np.ndarray], None]:
     def finish(result: np.ndarray) -> None:
         tensor.data[...] = np.asarray(result).reshape(tensor.shape)
@@ -209,6 +219,8 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: ProcessGroup | 
         raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors for a group "
                          f"of {pg.size()}")
     outputs = [_tensor(t, "tensor_list[i]") for t in tensor_list]
+    for out in outputs:
+        _same_dtype("all_gather", out, [tensor])
 
     def finish(results: list[np.ndarray]) -> None:
         for out, value in zip(outputs, results, strict=True):
@@ -228,6 +240,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor,
     if out.numel() != inp.numel() * pg.size():
         raise ValueError(f"all_gather_into_tensor: output has {out.numel()} elements, expected "
                          f"{pg.size()} x {inp.numel()}")
+    _same_dtype("all_gather_into_tensor", out, [inp])
 
     def finish(results: list[np.ndarray]) -> None:
         _store(out)(np.concatenate([np.ravel(r) for r in results]))
@@ -243,7 +256,9 @@ def reduce_scatter(output: Tensor, input_list: list[Tensor], op: str = ReduceOp.
     if len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors for a "
                          f"group of {pg.size()}")
-    chunks = [_tensor(t, "input_list[i]").data for t in input_list]
+    inputs = [_tensor(t, "input_list[i]") for t in input_list]
+    _same_dtype("reduce_scatter", out, inputs)
+    chunks = [t.data for t in inputs]
     if any(c.shape != out.shape for c in chunks):
         raise ValueError("reduce_scatter: every input must have the output's shape")
     stacked = np.stack(chunks)
@@ -260,6 +275,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: str = ReduceOp.SUM,
     if inp.numel() != out.numel() * pg.size():
         raise ValueError(f"reduce_scatter_tensor: input has {inp.numel()} elements, expected "
                          f"{pg.size()} x {out.numel()}")
+    _same_dtype("reduce_scatter_tensor", out, [inp])
     chunks = np.array(inp.data, copy=True).reshape((pg.size(), *out.shape))
     return pg.run("reduce_scatter", chunks, _store(out), op=_op(op),
                   full=(inp.shape, inp.data.dtype), async_op=async_op)
