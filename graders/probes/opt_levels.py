@@ -20,6 +20,7 @@ from . import _opt_levels, probe
 from ._modules import build
 from ._observe import array, raised
 from .amp import plain_class
+from .modules import lib as modules_lib
 
 _CACHE: dict[int, Any] = {}
 
@@ -177,13 +178,13 @@ def loss_scaler_run(tt: Any, config: dict[str, Any], overflows: list[bool]) -> l
 @probe
 def resolved_levels(tt: Any, spec: dict[str, Any], rules: dict[str, str]) -> Any:
     """``resolve_levels`` of a module tree built from ``spec``."""
-    return dict(tt.amp.resolve_levels(build(_TtLib(tt), spec), rules))
+    return dict(tt.amp.resolve_levels(build(modules_lib(tt), spec), rules))
 
 
 @probe
 def resolve_error(tt: Any, spec: dict[str, Any], rules: dict[str, str]) -> dict[str, Any]:
     """What ``resolve_levels`` raises for these rules."""
-    model = build(_TtLib(tt), spec)
+    model = build(modules_lib(tt), spec)
     return raised(lambda: tt.amp.resolve_levels(model, rules))
 
 
@@ -194,7 +195,7 @@ def layer_policy_run(tt: Any, spec: dict[str, Any], rules: dict[str, str],
     then runs its children in order) and run it once on a float32 input,
     inside an autocast region or not: what each block saw, its parameters' dtypes, and
     the output dtype, and the dtype each call of a block returned to its parent."""
-    lib = _TtLib(tt)
+    lib = modules_lib(tt)
     model = build(lib, spec)
     seen: dict[str, Any] = {}
     returned: dict[str, list[str]] = {}
@@ -238,23 +239,11 @@ def _record_calls(tt: Any, module: Any, name: str, seen: dict[str, Any],
     module.forward = forward
 
 
-class _TtLib:
-    """The adapter ``_modules.build`` expects."""
-
-    def __init__(self, tt: Any) -> None:
-        self.nn = tt.nn
-        self._tt = tt
-
-    def tensor(self, value: Any) -> Any:
-        return self._tt.tensor(np.asarray(value))
-
-
-
 @probe
 def layer_policy_params(tt: Any, spec: dict[str, Any], rules: dict[str, str]) -> dict[str, Any]:
     """Apply ``rules`` to the model ``spec`` describes: every module's own parameters
     (qualified name: values, in their dtype) afterwards."""
-    model = build(_TtLib(tt), spec)
+    model = build(modules_lib(tt), spec)
     modules = dict(model.named_modules())
     tt.amp.apply_layer_policy(model, rules)
     return {f"{name}.{p}": array(t) for name, m in modules.items()
