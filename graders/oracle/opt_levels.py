@@ -105,35 +105,14 @@ class Plain:
 
 class AmpOptimizer:
     """What APEX's ``initialize`` returns: the optimizer (holding the float32 masters at
-    O2), its loss scaler, and a step that is skipped once after an overflow and, at O2,
-    copies the masters back into the model."""
+    O2), its loss scaler, and a step skipped once after an overflow that, at O2, copies
+    the masters back into the model."""
 
     def __init__(self, optimizer: Any, scaler: ApexScaler, params: list[torch.Tensor],
                  masters: list[torch.Tensor] | None) -> None:
-        self.optimizer, self.loss_scaler = optimizer, scaler
-        self.params, self.masters = params, masters
-        self.skip = False
-
-    @property
-    def param_groups(self) -> list[dict[str, Any]]:
-        return self.optimizer.param_groups
-
-    def unscale(self, scale: float) -> bool:
-        """Unscale every gradient in float32 (into the masters' .grad at O2, in place
-        otherwise, unless the scale is 1); whether any overflowed (dynamic scale only)."""
-        grads = [p.grad for p in self.params]
-        overflow = self.loss_scaler.dynamic and any(
-            not torch.isfinite(g).all() for g in grads if g is not None)
-        inv = torch.tensor(1.0 / scale, dtype=torch.float32)
-        unscaled = [None if g is None else g.float() * inv for g in grads]
-        if self.masters is not None:
-            for h, g in zip(self.masters, unscaled, strict=True):
-                h.grad = g
-        elif scale != 1.0:
-            for p, g in zip(self.params, unscaled, strict=True):
-                if g is not None:
-                    p.grad = g.to(p.dtype)
-        return overflow
+        self.optimizer, self.param_groups, self.loss_scaler = (
+            optimizer, optimizer.param_groups, scaler)
+        self.params, self.masters, self.skip = params, masters, False
 
     def step(self) -> None:
         if self.skip:
@@ -160,8 +139,7 @@ def initialize(model: torch.nn.Module, optimizer: Any, opt_level: str,
     scaler = ApexScaler(("dynamic" if dynamic else 1.0) if loss_scale is None else loss_scale)
     if cast_type is not None:
         model.to(cast_type)
-    forward = model.forward
-    compute = torch.float32 if opt_level == "O0" else torch.float16
+    forward, compute = model.forward, torch.float32 if opt_level == "O0" else torch.float16
     if opt_level == "O1":
         model.forward = lambda x: forward(x.to(compute))
     else:
@@ -178,11 +156,23 @@ def initialize(model: torch.nn.Module, optimizer: Any, opt_level: str,
 
 @contextmanager
 def scale_loss(loss: torch.Tensor, optimizer: AmpOptimizer) -> Iterator[torch.Tensor]:
-    """APEX's scale_loss: the loss times the scale; on exit the gradients are unscaled,
-    an overflow skips the next step, and the scale is updated."""
+    """APEX's scale_loss: the loss times the scale; on exit every gradient is unscaled in
+    float32 (into the masters' .grad at O2, in place otherwise unless the scale is 1), an
+    overflow (dynamic scale only) skips the next step, and the scale is updated."""
     scale = optimizer.loss_scaler.loss_scale()
     yield loss * scale
-    overflow = optimizer.unscale(scale)
+    grads = [p.grad for p in optimizer.params]
+    overflow = optimizer.loss_scaler.dynamic and any(
+        not torch.isfinite(g).all() for g in grads if g is not None)
+    inv = torch.tensor(1.0 / scale, dtype=torch.float32)
+    unscaled = [None if g is None else g.float() * inv for g in grads]
+    if optimizer.masters is not None:
+        for h, g in zip(optimizer.masters, unscaled, strict=True):
+            h.grad = g
+    elif scale != 1.0:
+        for p, g in zip(optimizer.params, unscaled, strict=True):
+            if g is not None:
+                p.grad = g.to(p.dtype)
     optimizer.skip = overflow
     optimizer.loss_scaler.update_scale(overflow)
 
