@@ -1,23 +1,26 @@
 """Probes for tasks 4.4 (``tt.amp.initialize``, ``scale_loss``, ``LossScaler``) and 4.5
 (``tt.amp.apply_layer_policy``).
 
-The models are the probes' own: ``Net`` (linear, relu, linear) built from Functions
-defined here, which compute in float32 and round their results to the inputs' dtype once
-(as torch's low-precision kernels do), so that the oracle can do exactly the same in
-torch. ``Recorder`` modules only record how their forward was called. The optimizer is
-``Plain`` (p -= lr * grad) from ``probes.amp``.
+The training loop and the scaler's run are the scenarios of ``_opt_levels`` (written
+once; the oracle runs them with torch). The models are the probes' own: ``Net`` (linear,
+relu, linear) built from Functions defined here, which compute in float32 and round
+their results to the inputs' dtype once (as torch's low-precision kernels do), so that
+the oracle can do exactly the same in torch. ``Recorder`` modules only record how their
+forward was called. The optimizer is ``Plain`` (p -= lr * grad) from ``probes.amp``.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from . import probe
+from . import _opt_levels, probe
 from ._modules import build
 from ._observe import array, raised
 from .amp import plain_class
+from .modules import lib as modules_lib
 
 _CACHE: dict[int, Any] = {}
 
@@ -140,66 +143,48 @@ def initialize_state(tt: Any, level: str, weights: dict[str, Any]) -> dict[str, 
     }
 
 
+def _lib(tt: Any) -> SimpleNamespace:
+    """The adapters ``_opt_levels`` needs, for tinytrain (each looked up when called, as
+    the probes did before: a scaler run needs no Net)."""
+    return SimpleNamespace(
+        Net=lambda weights: net_classes(tt)[0](weights),
+        mse=lambda out, y: net_classes(tt)[3].apply(out, y),
+        Plain=lambda params, lr: plain_class(tt)(params, lr=lr),
+        initialize=lambda *args, **kwargs: tt.amp.initialize(*args, **kwargs),
+        scale_loss=lambda loss, opt: tt.amp.scale_loss(loss, opt),
+        LossScaler=lambda **config: tt.amp.LossScaler(**config),
+        tensor=lambda values: tt.tensor(np.asarray(values)),
+        array=array,
+        grad=lambda p: None if p.grad is None else array(p.grad),
+        item=lambda t: float(np.asarray(t.data)),
+    )
+
+
 @probe
 def train_run(tt: Any, level: str, weights: dict[str, Any], batches: list[Any],
               lr: float, loss_scale: float | None = None) -> list[dict[str, Any]]:
-    """Train a Net at ``level`` (with ``loss_scale`` given to initialize, when not None)
-    on ``batches`` ([x, y] pairs) with the APEX loop; after every step record the loss,
-    the loss scale, the parameters and what the optimizer holds (the masters at O2), and
-    the model's gradients after ``scale_loss`` (at O2 the scaled float16 ones: unscaling
-    writes into the masters' .grad only)."""
-    Net, _, _, Mse = net_classes(tt)  # noqa: N806
-    model = Net(weights)
-    opt = plain_class(tt)(model.parameters(), lr=lr)
-    if loss_scale is None:
-        model, opt = tt.amp.initialize(model, opt, opt_level=level)
-    else:
-        model, opt = tt.amp.initialize(model, opt, opt_level=level, loss_scale=loss_scale)
-    records = []
-    for x, y in batches:
-        loss = Mse.apply(model(tt.tensor(np.asarray(x))), tt.tensor(np.asarray(y)))
-        scale = float(opt.loss_scaler.loss_scale())
-        with tt.amp.scale_loss(loss, opt) as scaled:
-            scaled.backward()
-        grads = [None if p.grad is None else array(p.grad)
-                 for g in opt.param_groups for p in g["params"]]
-        model_grads = [None if p.grad is None else array(p.grad) for p in model.parameters()]
-        calls = opt.optimizer.calls
-        opt.step()
-        records.append({
-            "loss": float(np.asarray(loss.data)),
-            "scale_used": scale,
-            "stepped": opt.optimizer.calls > calls,
-            "optimizer_grads": grads, "model_grads": model_grads,
-            "params": [array(p) for p in model.parameters()],
-            "optimizer_values": [array(p) for g in opt.param_groups for p in g["params"]],
-        })
-        opt.zero_grad()
-    return records
+    """``_opt_levels.train_run``: a Net trained at ``level`` with the APEX loop, step by
+    step."""
+    return _opt_levels.train_run(_lib(tt), level, weights, batches, lr, loss_scale)
 
 
 @probe
 def loss_scaler_run(tt: Any, config: dict[str, Any], overflows: list[bool]) -> list[float]:
-    """The loss scale after each ``update_scale(overflow)`` of a LossScaler."""
-    scaler = tt.amp.LossScaler(**config)
-    seen = [float(scaler.loss_scale())]
-    for overflow in overflows:
-        scaler.update_scale(bool(overflow))
-        seen.append(float(scaler.loss_scale()))
-    return seen
+    """``_opt_levels.loss_scaler_run``: the loss scale after each ``update_scale``."""
+    return _opt_levels.loss_scaler_run(_lib(tt), config, overflows)
 
 
 # ----- 4.5: layer-wise policy ---------------------------------------------------------
 @probe
 def resolved_levels(tt: Any, spec: dict[str, Any], rules: dict[str, str]) -> Any:
     """``resolve_levels`` of a module tree built from ``spec``."""
-    return dict(tt.amp.resolve_levels(build(_TtLib(tt), spec), rules))
+    return dict(tt.amp.resolve_levels(build(modules_lib(tt), spec), rules))
 
 
 @probe
 def resolve_error(tt: Any, spec: dict[str, Any], rules: dict[str, str]) -> dict[str, Any]:
     """What ``resolve_levels`` raises for these rules."""
-    model = build(_TtLib(tt), spec)
+    model = build(modules_lib(tt), spec)
     return raised(lambda: tt.amp.resolve_levels(model, rules))
 
 
@@ -210,7 +195,7 @@ def layer_policy_run(tt: Any, spec: dict[str, Any], rules: dict[str, str],
     then runs its children in order) and run it once on a float32 input,
     inside an autocast region or not: what each block saw, its parameters' dtypes, and
     the output dtype, and the dtype each call of a block returned to its parent."""
-    lib = _TtLib(tt)
+    lib = modules_lib(tt)
     model = build(lib, spec)
     seen: dict[str, Any] = {}
     returned: dict[str, list[str]] = {}
@@ -254,23 +239,11 @@ def _record_calls(tt: Any, module: Any, name: str, seen: dict[str, Any],
     module.forward = forward
 
 
-class _TtLib:
-    """The adapter ``_modules.build`` expects."""
-
-    def __init__(self, tt: Any) -> None:
-        self.nn = tt.nn
-        self._tt = tt
-
-    def tensor(self, value: Any) -> Any:
-        return self._tt.tensor(np.asarray(value))
-
-
-
 @probe
 def layer_policy_params(tt: Any, spec: dict[str, Any], rules: dict[str, str]) -> dict[str, Any]:
     """Apply ``rules`` to the model ``spec`` describes: every module's own parameters
     (qualified name: values, in their dtype) afterwards."""
-    model = build(_TtLib(tt), spec)
+    model = build(modules_lib(tt), spec)
     modules = dict(model.named_modules())
     tt.amp.apply_layer_policy(model, rules)
     return {f"{name}.{p}": array(t) for name, m in modules.items()

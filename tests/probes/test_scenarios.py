@@ -12,7 +12,7 @@ from ..conftest import ROOT
 
 PROBES = ROOT / "graders" / "probes"
 SCENARIOS = {"_modules": "modules", "_layers": "layers", "_data": "data", "_amp": "amp", "_optim": "optim",
-             "_gpt": "gpt"}
+             "_gpt": "gpt", "_opt_levels": "opt_levels"}
 FORBIDDEN = ("torch", "tinytrain", "graders.oracle", "graders.checks", "graders.suites")
 
 
