@@ -8,6 +8,15 @@ LAYERWISE = "amp/layerwise.py"
 MUTANTS = [
     # ----- 4.4 opt levels -----------------------------------------------------------------
     Mutant(
+        id="o2-masters-without-requires-grad",
+        task="4.4",
+        file=LEVELS,
+        find="np.float32), requires_grad=True) for p in params]",
+        replace="np.float32)) for p in params]",
+        why="the float32 masters the optimizer steps do not require grad (APEX makes "
+            "them leaves with requires_grad=True, like the parameters they copy)",
+    ),
+    Mutant(
         id="o2-without-master-weights",
         task="4.4",
         file=LEVELS,

@@ -70,6 +70,7 @@ def test_initialize_sets_up_each_level(submission, level):
     flags, names = [Kind(bool)] * 4, [Kind(str)] * 4
     conform(got, {"same_parameter_objects": Kind(bool), "param_dtypes": names,
                   "optimizer_holds_model_params": flags, "optimizer_dtypes": names,
+                  "optimizer_requires_grad": flags,
                   "optimizer_values": [Shaped(np.shape(setup["weights"][n])) for n in PARAMS],
                   "loss_scale": Kind(float), "forward_saw": ListOf([Kind(bool), Kind(str)]),
                   "output_dtype": Kind(str), "bad_level": RAISED},
@@ -83,6 +84,9 @@ def test_initialize_sets_up_each_level(submission, level):
                  what=f"{where}: optimizer.param_groups should hold {holds}")
     assert_equal(got["optimizer_dtypes"], ["float32" if masters else dtype] * 4,
                  what=f"{where}: dtypes of the tensors in optimizer.param_groups")
+    # APEX makes each master a leaf with requires_grad = True, as the parameters are
+    assert_equal(got["optimizer_requires_grad"], [True] * 4,
+                 what=f"{where}: requires_grad of the tensors in optimizer.param_groups")
     for name, value in zip(PARAMS, got["optimizer_values"], strict=True):
         expected = np.asarray(setup["weights"][name]).astype(dtype).astype(
             "float32" if masters else dtype)
