@@ -233,10 +233,10 @@ def _check_training(ranks: list[dict[str, Any]], s: dict[str, Any], members: lis
 def _check_rank_steps(got: dict[str, Any], expected: dict[str, Any], s: dict[str, Any],
                       rank: int, place: int, size: int, case: str,
                       state_what: Callable[[str], str], key_what: Callable[[str, str, int], str],
-                      keys: tuple[str, ...] = ("exp_avg", "exp_avg_sq")) -> None:
+                      ) -> None:
     """Rank ``rank``, ``place`` of the ``size`` ranks of its group (``expected``: the
     group's ``oracle.zero_train``): its local losses, and after every step its parameters
-    and AdamW's state (``keys``) for its chunk of each; ``state_what(name)`` and
+    and AdamW's state (exp_avg, exp_avg_sq) for its chunk of each; ``state_what(name)`` and
     ``key_what(name, key, step)`` name the state in the messages."""
     assert_close(np.asarray(got["losses"]), expected["losses"][place],
                  what=f"rank {rank}: its local losses", case=case)
@@ -247,7 +247,7 @@ def _check_rank_steps(got: dict[str, Any], expected: dict[str, Any], s: dict[str
             state = got["state"][step][name]
             assert_conforms(state, {"exp_avg": None, "exp_avg_sq": None, "step": None},
                             what=state_what(name))
-            for key in keys:
+            for key in ("exp_avg", "exp_avg_sq"):
                 want = expected["state"][step][name][key]
                 assert_close(state[key], oracle.shard(want, size, place),
                              what=key_what(name, key, step), case=case)
@@ -306,5 +306,4 @@ def test_ranks_as_processes_match_single_process_adamw(submission, stage, world)
                           lambda name, rank=rank: f"rank {rank}: opt.optim.state[<its chunk of "
                                                   f"{name}>]",
                           lambda name, key, step, rank=rank: f"rank {rank}: {key} of its chunk "
-                                                             f"of {name} after step {step + 1}",
-                          keys=("exp_avg",))
+                                                             f"of {name} after step {step + 1}")
