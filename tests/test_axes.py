@@ -37,6 +37,31 @@ def test_the_probe_rebuilds_each_layout(name):
     assert expected(view), (name, view.strides)
 
 
+def test_incoming_gradient_layouts_are_enumerated_per_op(monkeypatch):
+    """The backward check gives each op's backward every layout its outputs can take, by
+    construction: the test's own samples go through the round, and when one admits none
+    of the layouts left (a 0-d loss), another sample of the op that does is checked
+    too. A sample seen again (a replayed failure) gets the same checks."""
+    from types import SimpleNamespace
+
+    from graders.suites import _opchecks
+
+    monkeypatch.setattr(_opchecks, "_grad_layout_state", {})
+    monkeypatch.setattr(_opchecks, "_admitted",
+                        lambda op, sample: layouts_for(sample.args[0].value.shape))
+    op = SimpleNamespace(name="loss")
+    wide = iter([Sample((T(np.full((2, 3), float(k))),)) for k in range(100)])
+    given_layouts = []
+    for k in range(6):  # the test's own samples: distinct 0-d outputs
+        sample = Sample((T(np.asarray(float(k))),))
+        checks = _opchecks._grad_layouts(op, sample, ["contiguous"], lambda: next(wide))
+        again = _opchecks._grad_layouts(op, sample, ["contiguous"], lambda: next(wide))
+        assert checks[0] == (sample, "contiguous")
+        assert [name for _, name in again] == [name for _, name in checks]
+        given_layouts += [name for _, name in checks]
+    assert set(given_layouts) == set(LAYOUTS), given_layouts
+
+
 def test_layouts_are_drawn_for_every_tensor_argument():
     """Across draws, the second tensor of a binary op and the tensors of cat take every
     layout (not only the first argument)."""

@@ -190,15 +190,18 @@ def _direct_backward(capture: _Capture, inputs: _Inputs,
     left them as they were."""
     owned = {} if owned is None else owned
     ctx, args, outputs = capture.calls[0]
+    opmath = getattr(ctx, "_opmath", False)
     grads = []
     for k, out in enumerate(outputs):
         given = grad_outputs[k] if k < len(grad_outputs) else None
         data = out.data
-        grads.append(np.zeros(data.shape, data.dtype) if given is None
-                     else layout(np.asarray(given, dtype=data.dtype), grad_layout))
-    if getattr(ctx, "_opmath", False):
-        grads = [g.astype(np.float32) if g.dtype.name in ("float16", "bfloat16") else g
-                 for g in grads]
+        if given is None:
+            grads.append(np.zeros(data.shape, data.dtype))
+            continue
+        values = np.asarray(given, dtype=data.dtype)
+        if opmath and values.dtype.name in ("float16", "bfloat16"):
+            values = values.astype(np.float32)  # (before the layout: a cast copies densely)
+        grads.append(layout(values, grad_layout))
     before = _Snapshot(grads, args, outputs, _saved_arrays(ctx))
     result = type(ctx)._function.backward(ctx, *grads)
     owned.update(before.unchanged())

@@ -13,6 +13,8 @@ e.g. ``test_backward[maximum]`` or ``test_subgradient[relu-zero]``.
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -168,6 +170,68 @@ def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
     return got, expected_out, expected, grads_out, grad_layout
 
 
+# The incoming gradient's layouts, in the order ``_grad_layouts`` gives them out: those
+# that need the most of a shape first (transposed needs two dims), contiguous last (the
+# other checks give contiguous gradients).
+GRAD_LAYOUT_ROUND = ("transposed", "flipped", "sliced", "offset", "contiguous")
+# how many more samples of the op are drawn to find an output that admits a layout of
+# the round that the test's own sample does not (a 0-d loss admits only contiguous)
+GRAD_LAYOUT_TRIES = 8
+# per op: the round's layouts not given yet, and per sample seen: its layout and the
+# layouts looked for in another sample
+_grad_layout_state: dict[str, tuple[list[str], dict[bytes, tuple[str, tuple[str, ...]]]]] = {}
+
+
+def _sample_key(sample: Sample) -> bytes:
+    return hashlib.sha1(pickle.dumps((to_wire(sample.args), to_wire(sample.kwargs)))).digest()
+
+
+def _admitted(op: OpInfo, sample: Sample) -> list[str]:
+    """The layouts the incoming gradient of ``sample``'s differentiable output can take."""
+    return layouts_for(oracle.forward(op, sample)[op.grad_output].shape)
+
+
+def _grad_layouts(op: OpInfo, sample: Sample, admitted: list[str],
+                  draw: Callable[[], Sample]) -> list[tuple[Sample, str]]:
+    """The backward checks of one test example of ``op``: its sample, and the layout of
+    its incoming gradient, enumerated, not drawn. Each op goes through
+    GRAD_LAYOUT_ROUND over its examples: a new sample takes the first layout of the
+    round its output admits (``admitted``), which then leaves the round, and an empty
+    round starts again. When it admits none of those left, up to GRAD_LAYOUT_TRIES more
+    samples (``draw``) are drawn for one that does, and checked too (with none found,
+    the round's other layouts are given up until the next round). So every layout that
+    the op's outputs can take is given to its backward, by construction, in a handful
+    of examples. A sample seen before (Hypothesis replays a failing example) gets the
+    same layouts and the same extra sample, so a failure replays as it happened."""
+    left, seen = _grad_layout_state.setdefault(op.name, ([], {}))
+    key = _sample_key(sample)
+    first = key not in seen
+    if first:
+        if not left:
+            left += GRAD_LAYOUT_ROUND
+        layout = next((name for name in left if name in admitted), None)
+        wanted: tuple[str, ...] = ()
+        if layout is None:  # the round's layouts need more than this output has
+            layout, wanted = admitted[len(seen) % len(admitted)], tuple(left)
+        else:
+            left.remove(layout)
+        seen[key] = (layout, wanted)
+    layout, wanted = seen[key]
+    checks = [(sample, layout)]
+    for _ in range(GRAD_LAYOUT_TRIES if wanted else 0):
+        other = draw()
+        found = next((name for name in wanted if name in _admitted(op, other)), None)
+        if found is not None:
+            checks.append((other, found))
+            if first:
+                left.remove(found)
+            break
+    else:
+        if wanted and first:
+            left.clear()
+    return checks
+
+
 def _check_ownership(op: OpInfo, sample: Sample, unchanged: dict[str, Any],
                      grads_out: list[np.ndarray | None], grad_layout: str) -> None:
     """The ownership axis: backward must not write into the arrays it is given or that
@@ -261,19 +325,24 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     @given(data=st.data())
     def test_backward(submission, op, data):
         """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
-        non-contiguous inputs and incoming gradients, float16, bfloat16, float32 and
-        float64, and in some samples NaN, +-inf or -0.0 inputs: NaN where torch's gradient
-        is NaN); backward writes into none of the arrays it is given."""
+        non-contiguous inputs, float16, bfloat16, float32 and float64, and in some samples
+        NaN, +-inf or -0.0 inputs: NaN where torch's gradient is NaN), for incoming
+        gradients in every layout the op's output can take (enumerated over the examples,
+        ``_grad_layouts``); backward writes into none of the arrays it is given."""
         d = Draw(data)
         sample = op.sample(d, d.pick(op.dtypes))
         special = None
         if op.grad_specials and d.integer(0, SPECIAL_FRACTION - 1) == 0:
             special = d.special_values(sample, op.grad_specials)
-        got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
-            submission, op, sample, d)
-        _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out),
-                     axes_note(sample, special, grad_layout=grad_layout),
-                     grad_layout=grad_layout)
+        checks = _grad_layouts(op, sample, _admitted(op, sample),
+                               lambda: op.sample(d, d.pick(op.dtypes)))
+        for k, (checked, layout) in enumerate(checks):
+            got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
+                submission, op, checked, d, grad_layout=layout)
+            _check_grads(op, checked, got["grads"], expected, grads_out, len(expected_out),
+                         axes_note(checked, special if k == 0 else None,
+                                   grad_layout=grad_layout),
+                         grad_layout=grad_layout)
 
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(6))
