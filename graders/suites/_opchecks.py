@@ -41,7 +41,15 @@ from graders.optable.spec import (
     to_wire,
 )
 from graders.oracle import ops as oracle
-from graders.strategies.ops import DTYPES, LOW_PRECISION, Draw, Sample, is_float, layouts_for
+from graders.strategies.ops import (
+    DTYPES,
+    LOW_PRECISION,
+    Draw,
+    Sample,
+    T,
+    is_float,
+    layouts_for,
+)
 from graders.suites._support import examples, task
 
 GRADCHECK_TOLERANCE = (1e-3, 1e-5)  # torch.autograd.gradcheck's (rtol, atol)
@@ -232,6 +240,37 @@ def _grad_layouts(op: OpInfo, sample: Sample, admitted: list[str],
     return checks
 
 
+# per op: the inputs left to stop requiring grad in this round, and per sample seen, the
+# one that did (None: all of them require grad)
+_frozen_state: dict[str, tuple[list[int | None], dict[bytes, int | None]]] = {}
+
+
+def _freeze_one(op: OpInfo, sample: Sample) -> T | None:
+    """The inputs that do not require grad (``needs_input_grad`` False for them), an axis
+    enumerated, not drawn: over each op's examples, one sample in two with two or more
+    differentiable inputs has one of them not require grad, each input in turn (a round,
+    as ``_grad_layouts``). torch gives no gradient for it; the backward must still give
+    the others theirs (it may skip computing the one not needed). Returns that tensor,
+    now ``grad=False``, or None. A sample seen before gets the same choice."""
+    wanted = sample.differentiable()
+    if len(wanted) < 2:
+        return None
+    left, seen = _frozen_state.setdefault(op.name, ([], {}))
+    key = _sample_key(sample)
+    if key not in seen:
+        if not left:
+            left += [k for i in range(len(wanted)) for k in (None, i)]
+        choice = next((k for k in left if k is None or k < len(wanted)), None)
+        if choice in left:
+            left.remove(choice)
+        seen[key] = choice
+    choice = seen[key]
+    if choice is None:
+        return None
+    wanted[choice].grad = False
+    return wanted[choice]
+
+
 def _check_ownership(op: OpInfo, sample: Sample, unchanged: dict[str, Any],
                      grads_out: list[np.ndarray | None], grad_layout: str) -> None:
     """The ownership axis: backward must not write into the arrays it is given or that
@@ -328,21 +367,25 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         non-contiguous inputs, float16, bfloat16, float32 and float64, and in some samples
         NaN, +-inf or -0.0 inputs: NaN where torch's gradient is NaN), for incoming
         gradients in every layout the op's output can take (enumerated over the examples,
-        ``_grad_layouts``); backward writes into none of the arrays it is given."""
+        ``_grad_layouts``), and with each input in turn not requiring grad
+        (``_freeze_one``); backward writes into none of the arrays it is given."""
         d = Draw(data)
         sample = op.sample(d, d.pick(op.dtypes))
         special = None
         if op.grad_specials and d.integer(0, SPECIAL_FRACTION - 1) == 0:
             special = d.special_values(sample, op.grad_specials)
+        frozen = _freeze_one(op, sample)
         checks = _grad_layouts(op, sample, _admitted(op, sample),
                                lambda: op.sample(d, d.pick(op.dtypes)))
         for k, (checked, layout) in enumerate(checks):
             got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
                 submission, op, checked, d, grad_layout=layout)
+            note = axes_note(checked, special if k == 0 else None, grad_layout=grad_layout)
+            if k == 0 and frozen is not None:
+                note += (", " if note else " ") + (
+                    f"with {tensor_names(sample)[id(frozen)]} not requiring grad")
             _check_grads(op, checked, got["grads"], expected, grads_out, len(expected_out),
-                         axes_note(checked, special if k == 0 else None,
-                                   grad_layout=grad_layout),
-                         grad_layout=grad_layout)
+                         note, grad_layout=grad_layout)
 
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(6))
