@@ -170,6 +170,9 @@ def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
                 grad_layout=grad_layout)
     assert_conforms(got, {"outputs": None, "grads": None, "unchanged": {"inputs": True}},
                     what=f"{op.name}: the observation")
+    if got.get("path") == "isolated":  # the probe called the Function's backward itself
+        assert_conforms(got["unchanged"], {SECOND_BACKWARD: True, "incoming gradients": True},
+                        what=f"{op.name}: the ownership observation")
     _check_ownership(op, sample, got["unchanged"], grads_out, grad_layout)
     if any(t.value.dtype in LOW_PRECISION for t in sample.tensors()):
         opmath = oracle.backward_opmath(op, sample, grads_out)
@@ -269,6 +272,11 @@ def _freeze_one(op: OpInfo, sample: Sample) -> T | None:
         return None
     wanted[choice].grad = False
     return wanted[choice]
+
+
+# the probe's key (graders.probes.ops._direct_backward) for whether backward, called again
+# on the same ctx with the same incoming gradients, gave the same gradients
+SECOND_BACKWARD = "arrays the graph keeps (a second backward must give the same gradients)"
 
 
 def _check_ownership(op: OpInfo, sample: Sample, unchanged: dict[str, Any],
