@@ -345,6 +345,15 @@ def _draw_forward_sample(d: Draw, op: OpInfo) -> tuple[Sample, str | None]:
     return sample, special
 
 
+@pytest.fixture
+def op_enumeration(op: OpInfo) -> None:
+    """Each op's backward test enumerates its axes (``_grad_layouts``, ``_freeze_one``)
+    from the start of their rounds, whatever ran before in this process (an earlier
+    grading, a forked one's parent): a grade never depends on what was graded before."""
+    _grad_layout_state.pop(op.name, None)
+    _frozen_state.pop(op.name, None)
+
+
 def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     """The generated test functions (by name) for the ops of ``assignment``; a check with
     no op to run (no kinks among these ops, say) is left out."""
@@ -370,7 +379,7 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(15))
     @given(data=st.data())
-    def test_backward(submission, op, data):
+    def test_backward(submission, op, op_enumeration, data):
         """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
         non-contiguous inputs, float16, bfloat16, float32 and float64, and in some samples
         NaN, +-inf or -0.0 inputs: NaN where torch's gradient is NaN), for incoming
@@ -483,4 +492,8 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         test_view: [op for op in ops if op.view],
         test_error: _cases(ops, "errors"),
     }
-    return {fn.__name__: fn for fn, cases in checks.items() if cases}
+    found: dict[str, Callable[..., Any]] = {fn.__name__: fn for fn, cases in checks.items()
+                                            if cases}
+    if differentiable:
+        found["op_enumeration"] = op_enumeration  # test_backward's fixture
+    return found
