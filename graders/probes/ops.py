@@ -235,27 +235,30 @@ def _direct_backward(capture: _Capture, inputs: _Inputs,
     owned = {} if owned is None else owned
     ctx, args, outputs = capture.calls[0]
     opmath = getattr(ctx, "_opmath", False)
-    grads = []
-    for k, out in enumerate(outputs):
-        given = grad_outputs[k] if k < len(grad_outputs) else None
-        data = out.data
-        if given is None:
-            grads.append(np.zeros(data.shape, data.dtype))
-            continue
-        values = np.asarray(given, dtype=data.dtype)
-        if opmath and values.dtype.name in ("float16", "bfloat16"):
-            values = values.astype(np.float32)  # (before the layout: a cast copies densely)
-        grads.append(layout(values, grad_layout))
+
+    def incoming() -> list[np.ndarray]:
+        grads = []
+        for k, out in enumerate(outputs):
+            given = grad_outputs[k] if k < len(grad_outputs) else None
+            data = out.data
+            if given is None:
+                grads.append(np.zeros(data.shape, data.dtype))
+                continue
+            values = np.asarray(given, dtype=data.dtype)
+            if opmath and values.dtype.name in ("float16", "bfloat16"):
+                values = values.astype(np.float32)  # (before the layout: a cast copies densely)
+            grads.append(layout(values, grad_layout))
+        return grads
+
+    grads = incoming()
     before = _Snapshot(grads, args, outputs, _saved_arrays(ctx))
-    fresh = [g.copy(order="K") for g in grads]  # (the same values, for a second backward)
     result = type(ctx)._function.backward(ctx, *grads)
     first = _result_bits(result)
     owned.update(before.unchanged())
     # torch calls a retained graph's backward again on the same ctx: it must give the
     # same gradients, however (and wherever) the submission keeps what it saved
     try:
-        again = _result_bits(type(ctx)._function.backward(
-            ctx, *[layout(g, grad_layout) for g in fresh]))
+        again = _result_bits(type(ctx)._function.backward(ctx, *incoming()))
     except Exception:  # noqa: BLE001 - a backward that cannot run twice fails the check
         again = None
     owned[SECOND_BACKWARD] = again == first
