@@ -159,10 +159,13 @@ def _forward_and_grads(submission: Any, op: OpInfo, sample: Sample, d: Draw,
 
 def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
                          grad_values: tuple[float, ...] | None = None,
-                         grad_layout: str | None = None) -> tuple[Any, ...]:
+                         grad_layout: str | None = None,
+                         outputs: list[np.ndarray] | None = None) -> tuple[Any, ...]:
     """``_forward_and_grads``, and the incoming gradient's layout: drawn for the
-    differentiable output's shape when ``grad_layout`` is None."""
-    grads_out = oracle.grad_outputs(op, oracle.forward(op, sample), d.rng, grad_values)
+    differentiable output's shape when ``grad_layout`` is None (``outputs``: torch's
+    forward of ``sample``, computed when not given)."""
+    outputs = oracle.forward(op, sample) if outputs is None else outputs
+    grads_out = oracle.grad_outputs(op, outputs, d.rng, grad_values)
     if grad_layout is None:
         grad_layout = d.pick(layouts_for(next(g for g in grads_out if g is not None).shape))
     expected_out, expected = oracle.backward(op, sample, grads_out)
@@ -190,16 +193,20 @@ GRAD_LAYOUT_ROUND = ("transposed", "flipped", "sliced", "offset", "contiguous")
 GRAD_LAYOUT_TRIES = 8
 # per op: the round's layouts not given yet, and per sample seen: its layout and the
 # layouts looked for in another sample
-_grad_layout_state: dict[str, tuple[list[str], dict[bytes, tuple[str, tuple[str, ...]]]]] = {}
+_grad_layout_state: dict[str, tuple[list[str], dict[bytes, tuple[str, tuple[str, ...]]],
+                                    set[str]]] = {}
 
 
 def _sample_key(sample: Sample) -> bytes:
     return hashlib.sha1(pickle.dumps((to_wire(sample.args), to_wire(sample.kwargs)))).digest()
 
 
-def _admitted(op: OpInfo, sample: Sample) -> list[str]:
-    """The layouts the incoming gradient of ``sample``'s differentiable output can take."""
-    return layouts_for(oracle.forward(op, sample)[op.grad_output].shape)
+def _admitted(op: OpInfo, sample: Sample, outputs: list[np.ndarray] | None = None
+              ) -> list[str]:
+    """The layouts the incoming gradient of ``sample``'s differentiable output (torch's
+    ``outputs`` of it, computed when not given) can take."""
+    outputs = oracle.forward(op, sample) if outputs is None else outputs
+    return layouts_for(outputs[op.grad_output].shape)
 
 
 def _grad_layouts(op: OpInfo, sample: Sample, admitted: list[str],
@@ -209,12 +216,13 @@ def _grad_layouts(op: OpInfo, sample: Sample, admitted: list[str],
     GRAD_LAYOUT_ROUND over its examples: a new sample takes the first layout of the
     round its output admits (``admitted``), which then leaves the round, and an empty
     round starts again. When it admits none of those left, up to GRAD_LAYOUT_TRIES more
-    samples (``draw``) are drawn for one that does, and checked too (with none found,
-    the round's other layouts are given up until the next round). So every layout that
-    the op's outputs can take is given to its backward, by construction, in a handful
-    of examples. A sample seen before (Hypothesis replays a failing example) gets the
-    same layouts and the same extra sample, so a failure replays as it happened."""
-    left, seen = _grad_layout_state.setdefault(op.name, ([], {}))
+    samples (``draw``) are drawn for one that does, and checked too, as long as some
+    layout was never given (with none found, the round's other layouts are given up
+    until the next round). So every layout that the op's outputs can take is given to
+    its backward, by construction, in a handful of examples. A sample seen before
+    (Hypothesis replays a failing example) gets the same layouts and the same extra
+    sample, so a failure replays as it happened."""
+    left, seen, given = _grad_layout_state.setdefault(op.name, ([], {}, set()))
     key = _sample_key(sample)
     first = key not in seen
     if first:
@@ -223,9 +231,13 @@ def _grad_layouts(op: OpInfo, sample: Sample, admitted: list[str],
         layout = next((name for name in left if name in admitted), None)
         wanted: tuple[str, ...] = ()
         if layout is None:  # the round's layouts need more than this output has
-            layout, wanted = admitted[len(seen) % len(admitted)], tuple(left)
+            layout = admitted[len(seen) % len(admitted)]
+            wanted = tuple(name for name in left if name not in given)
+            if not wanted:
+                left.clear()
         else:
             left.remove(layout)
+        given.add(layout)
         seen[key] = (layout, wanted)
     layout, wanted = seen[key]
     checks = [(sample, layout)]
@@ -236,6 +248,7 @@ def _grad_layouts(op: OpInfo, sample: Sample, admitted: list[str],
             checks.append((other, found))
             if first:
                 left.remove(found)
+                given.add(found)
             break
     else:
         if wanted and first:
@@ -392,11 +405,13 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         if op.grad_specials and d.integer(0, SPECIAL_FRACTION - 1) == 0:
             special = d.special_values(sample, op.grad_specials)
         frozen = _freeze_one(op, sample)
-        checks = _grad_layouts(op, sample, _admitted(op, sample),
+        outputs = oracle.forward(op, sample)
+        checks = _grad_layouts(op, sample, _admitted(op, sample, outputs),
                                lambda: op.sample(d, d.pick(op.dtypes)))
         for k, (checked, layout) in enumerate(checks):
             got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
-                submission, op, checked, d, grad_layout=layout)
+                submission, op, checked, d, grad_layout=layout,
+                outputs=outputs if k == 0 else None)
             note = axes_note(checked, special if k == 0 else None, grad_layout=grad_layout)
             if k == 0 and frozen is not None:
                 note += (", " if note else " ") + (
