@@ -388,9 +388,9 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
         non-contiguous inputs, float16, bfloat16, float32 and float64, and in some samples
         NaN, +-inf or -0.0 inputs: NaN where torch's gradient is NaN), for incoming
-        gradients in every layout the op's output can take (enumerated over the examples,
-        ``_grad_layouts``), and once with each input in turn not requiring grad
-        (``_freeze_one``); backward writes into none of the arrays it is given."""
+        gradients in every layout the op's output can take, and once with each input in
+        turn not requiring grad; backward writes into none of the arrays it is given or
+        keeps, and a second backward gives the same gradients."""
         d = Draw(data)
         sample = op.sample(d, d.pick(op.dtypes))
         special = None
