@@ -13,6 +13,8 @@ e.g. ``test_backward[maximum]`` or ``test_subgradient[relu-zero]``.
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -149,10 +151,13 @@ def _forward_and_grads(submission: Any, op: OpInfo, sample: Sample, d: Draw,
 
 def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
                          grad_values: tuple[float, ...] | None = None,
-                         grad_layout: str | None = None) -> tuple[Any, ...]:
+                         grad_layout: str | None = None,
+                         outputs: list[np.ndarray] | None = None) -> tuple[Any, ...]:
     """``_forward_and_grads``, and the incoming gradient's layout: drawn for the
-    differentiable output's shape when ``grad_layout`` is None."""
-    grads_out = oracle.grad_outputs(op, oracle.forward(op, sample), d.rng, grad_values)
+    differentiable output's shape when ``grad_layout`` is None (``outputs``: torch's
+    forward of ``sample``, computed when not given)."""
+    outputs = oracle.forward(op, sample) if outputs is None else outputs
+    grads_out = oracle.grad_outputs(op, outputs, d.rng, grad_values)
     if grad_layout is None:
         grad_layout = d.pick(layouts_for(next(g for g in grads_out if g is not None).shape))
     expected_out, expected = oracle.backward(op, sample, grads_out)
@@ -160,12 +165,123 @@ def _backward_along_axes(submission: Any, op: OpInfo, sample: Sample, d: Draw,
                 grad_layout=grad_layout)
     assert_conforms(got, {"outputs": None, "grads": None, "unchanged": {"inputs": True}},
                     what=f"{op.name}: the observation")
+    if got.get("path") == "isolated":  # the probe called the Function's backward itself
+        assert_conforms(got["unchanged"], {SECOND_BACKWARD: True, "incoming gradients": True},
+                        what=f"{op.name}: the ownership observation")
     _check_ownership(op, sample, got["unchanged"], grads_out, grad_layout)
     if any(t.value.dtype in LOW_PRECISION for t in sample.tensors()):
         opmath = oracle.backward_opmath(op, sample, grads_out)
         expected = [_either(op, g, native, wide) for g, native, wide
                     in zip(got["grads"], expected, opmath, strict=False)] + expected[len(opmath):]
     return got, expected_out, expected, grads_out, grad_layout
+
+
+# The incoming gradient's layouts, in the order ``_grad_layouts`` gives them out: those
+# that need the most of a shape first (transposed needs two dims), contiguous last (the
+# other checks give contiguous gradients).
+GRAD_LAYOUT_ROUND = ("transposed", "flipped", "sliced", "offset", "contiguous")
+# how many more samples of the op are drawn to find an output that admits a layout of
+# the round that the test's own sample does not (a 0-d loss admits only contiguous)
+GRAD_LAYOUT_TRIES = 8
+# per op: the round's layouts not given yet, and per sample seen: its layout and the
+# layouts looked for in another sample
+_grad_layout_state: dict[str, tuple[list[str], dict[bytes, tuple[str, tuple[str, ...]]],
+                                    set[str]]] = {}
+
+
+def _sample_key(sample: Sample) -> bytes:
+    return hashlib.sha1(pickle.dumps((to_wire(sample.args), to_wire(sample.kwargs)))).digest()
+
+
+def _admitted(op: OpInfo, sample: Sample, outputs: list[np.ndarray] | None = None
+              ) -> list[str]:
+    """The layouts the incoming gradient of ``sample``'s differentiable output (torch's
+    ``outputs`` of it, computed when not given) can take."""
+    outputs = oracle.forward(op, sample) if outputs is None else outputs
+    shape = outputs[op.grad_output].shape
+    # only where the layout differs from contiguous in more than its name: transposing
+    # needs two dims longer than 1 (a (1, 4) array reads the same either way), a sliced
+    # last dim needs more than one element
+    real = {"transposed": sum(n > 1 for n in shape) >= 2, "sliced": bool(shape) and shape[-1] > 1}
+    return [name for name in layouts_for(shape) if real.get(name, True)]
+
+
+def _grad_layouts(op: OpInfo, sample: Sample, admitted: list[str],
+                  draw: Callable[[], Sample]) -> list[tuple[Sample, str]]:
+    """The backward checks of one test example of ``op``: its sample, and the layout of
+    its incoming gradient, enumerated, not drawn. Each op goes through
+    GRAD_LAYOUT_ROUND over its examples: a new sample takes the first layout of the
+    round its output admits (``admitted``), which then leaves the round, and an empty
+    round starts again. When it admits none of those left, up to GRAD_LAYOUT_TRIES more
+    samples (``draw``) are drawn for one that does, and checked too, as long as some
+    layout was never given (with none found, the round's other layouts are given up
+    until the next round). So every layout that the op's outputs can take is given to
+    its backward, by construction, in a handful of examples. A sample seen before
+    (Hypothesis replays a failing example) gets the same layouts and the same extra
+    sample, so a failure replays as it happened."""
+    left, seen, given = _grad_layout_state.setdefault(op.name, ([], {}, set()))
+    key = _sample_key(sample)
+    first = key not in seen
+    if first:
+        if not left:
+            left += GRAD_LAYOUT_ROUND
+        layout = next((name for name in left if name in admitted), None)
+        wanted: tuple[str, ...] = ()
+        if layout is None:  # the round's layouts need more than this output has
+            layout = admitted[len(seen) % len(admitted)]
+            wanted = tuple(name for name in left if name not in given)
+            if not wanted:
+                left.clear()
+        else:
+            left.remove(layout)
+        given.add(layout)
+        seen[key] = (layout, wanted)
+    layout, wanted = seen[key]
+    checks = [(sample, layout)]
+    for _ in range(GRAD_LAYOUT_TRIES if wanted else 0):
+        other = draw()
+        found = next((name for name in wanted if name in _admitted(op, other)), None)
+        if found is not None:
+            checks.append((other, found))
+            if first:
+                left.remove(found)
+                given.add(found)
+            break
+    else:
+        if wanted and first:
+            left.clear()
+    return checks
+
+
+# per op: the inputs already checked not requiring grad, and per sample seen, the one it
+# checks so (None: none)
+_frozen_state: dict[str, tuple[set[int], dict[bytes, int | None]]] = {}
+
+
+def _freeze_one(op: OpInfo, sample: Sample) -> int | None:
+    """The inputs that do not require grad (``needs_input_grad`` False for them), an axis
+    enumerated, not drawn: the first samples of each op with two or more differentiable
+    inputs are checked once more with one of them not requiring grad, each input in turn
+    until every one has been (torch gives it no gradient; the backward must still give
+    the others theirs, and may skip the one not needed). The other checks keep every
+    input requiring grad. Returns the index of that input among the sample's
+    differentiable ones, or None. A sample seen before gets the same choice."""
+    count = len(sample.differentiable())
+    if count < 2:
+        return None
+    done, seen = _frozen_state.setdefault(op.name, (set(), {}))
+    key = _sample_key(sample)
+    if key not in seen:
+        choice = next((i for i in range(count) if i not in done), None)
+        if choice is not None:
+            done.add(choice)
+        seen[key] = choice
+    return seen[key]
+
+
+# the probe's key (graders.probes.ops._direct_backward) for whether backward, called again
+# on the same ctx with the same incoming gradients, gave the same gradients
+SECOND_BACKWARD = "arrays the graph keeps (a second backward must give the same gradients)"
 
 
 def _check_ownership(op: OpInfo, sample: Sample, unchanged: dict[str, Any],
@@ -234,6 +350,15 @@ def _draw_forward_sample(d: Draw, op: OpInfo) -> tuple[Sample, str | None]:
     return sample, special
 
 
+@pytest.fixture
+def op_enumeration(op: OpInfo) -> None:
+    """Each op's backward test enumerates its axes (``_grad_layouts``, ``_freeze_one``)
+    from the start of their rounds, whatever ran before in this process (an earlier
+    grading, a forked one's parent): a grade never depends on what was graded before."""
+    _grad_layout_state.pop(op.name, None)
+    _frozen_state.pop(op.name, None)
+
+
 def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     """The generated test functions (by name) for the ops of ``assignment``; a check with
     no op to run (no kinks among these ops, say) is left out."""
@@ -259,21 +384,39 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(15))
     @given(data=st.data())
-    def test_backward(submission, op, data):
+    def test_backward(submission, op, op_enumeration, data):
         """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
-        non-contiguous inputs and incoming gradients, float16, bfloat16, float32 and
-        float64, and in some samples NaN, +-inf or -0.0 inputs: NaN where torch's gradient
-        is NaN); backward writes into none of the arrays it is given."""
+        non-contiguous inputs, float16, bfloat16, float32 and float64, and in some samples
+        NaN, +-inf or -0.0 inputs: NaN where torch's gradient is NaN), for incoming
+        gradients in every layout the op's output can take, and once with each input in
+        turn not requiring grad; backward writes into none of the arrays it is given or
+        keeps, and a second backward gives the same gradients."""
         d = Draw(data)
         sample = op.sample(d, d.pick(op.dtypes))
         special = None
         if op.grad_specials and d.integer(0, SPECIAL_FRACTION - 1) == 0:
             special = d.special_values(sample, op.grad_specials)
-        got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
-            submission, op, sample, d)
-        _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out),
-                     axes_note(sample, special, grad_layout=grad_layout),
-                     grad_layout=grad_layout)
+        freeze = _freeze_one(op, sample)
+        outputs = oracle.forward(op, sample)
+        checks = _grad_layouts(op, sample, _admitted(op, sample, outputs),
+                               lambda: op.sample(d, d.pick(op.dtypes)))
+        for k, (checked, layout) in enumerate(checks):
+            got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
+                submission, op, checked, d, grad_layout=layout,
+                outputs=outputs if k == 0 else None)
+            note = axes_note(checked, special if k == 0 else None, grad_layout=grad_layout)
+            _check_grads(op, checked, got["grads"], expected, grads_out, len(expected_out),
+                         note, grad_layout=grad_layout)
+        if freeze is not None:  # once more, with that input not requiring grad
+            frozen = sample.differentiable()[freeze]
+            frozen.grad = False
+            got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
+                submission, op, sample, d, grad_layout=checks[0][1], outputs=outputs)
+            note = axes_note(sample, special, grad_layout=grad_layout)
+            note += (", " if note else " ") + (
+                f"with {tensor_names(sample)[id(frozen)]} not requiring grad")
+            _check_grads(op, sample, got["grads"], expected, grads_out, len(expected_out),
+                         note, grad_layout=grad_layout)
 
     @pytest.mark.parametrize("op", _params(differentiable))
     @settings(max_examples=examples(6))
@@ -363,4 +506,8 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         test_view: [op for op in ops if op.view],
         test_error: _cases(ops, "errors"),
     }
-    return {fn.__name__: fn for fn, cases in checks.items() if cases}
+    found: dict[str, Callable[..., Any]] = {fn.__name__: fn for fn, cases in checks.items()
+                                            if cases}
+    if differentiable:
+        found["op_enumeration"] = op_enumeration  # test_backward's fixture
+    return found

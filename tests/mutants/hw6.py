@@ -346,6 +346,15 @@ MUTANTS += [
         why="the forward wrapper passes q's strides for k and v too, whatever their layout",
     ),
     Mutant(
+        id="cuda-attention-kernel-ignores-sm-scale",
+        task="6.5",
+        file="cuda/attention.py",
+        find="    qk_scale = sm_scale * _LOG2E\n",
+        replace="    qk_scale = _LOG2E / HEAD_DIM ** 0.5\n",
+        why="the forward kernel scales the scores by 1/sqrt(HEAD_DIM) itself, ignoring its "
+            "sm_scale argument: right at the default scale only",
+    ),
+    Mutant(
         id="cuda-attention-backward-zero-scale-as-default",
         task="6.5",
         file="cuda/attention.py",

@@ -37,6 +37,31 @@ def test_the_probe_rebuilds_each_layout(name):
     assert expected(view), (name, view.strides)
 
 
+def test_incoming_gradient_layouts_are_enumerated_per_op(monkeypatch):
+    """The backward check gives each op's backward every layout its outputs can take, by
+    construction: the test's own samples go through the round, and when one admits none
+    of the layouts left (a 0-d loss), another sample of the op that does is checked
+    too. A sample seen again (a replayed failure) gets the same checks."""
+    from types import SimpleNamespace
+
+    from graders.suites import _opchecks
+
+    monkeypatch.setattr(_opchecks, "_grad_layout_state", {})
+    monkeypatch.setattr(_opchecks, "_admitted",
+                        lambda op, sample: layouts_for(sample.args[0].value.shape))
+    op = SimpleNamespace(name="loss")
+    wide = iter([Sample((T(np.full((2, 3), float(k))),)) for k in range(100)])
+    given_layouts = []
+    for k in range(6):  # the test's own samples: distinct 0-d outputs
+        sample = Sample((T(np.asarray(float(k))),))
+        checks = _opchecks._grad_layouts(op, sample, ["contiguous"], lambda: next(wide))
+        again = _opchecks._grad_layouts(op, sample, ["contiguous"], lambda: next(wide))
+        assert checks[0] == (sample, "contiguous")
+        assert [name for _, name in again] == [name for _, name in checks]
+        given_layouts += [name for _, name in checks]
+    assert set(given_layouts) == set(LAYOUTS), given_layouts
+
+
 def test_layouts_are_drawn_for_every_tensor_argument():
     """Across draws, the second tensor of a binary op and the tensors of cat take every
     layout (not only the first argument)."""
@@ -124,3 +149,36 @@ def test_a_mutant_only_an_axis_catches_is_caught_and_named(mutant_id, tmp_path):
     names = AXIS_MUTANTS[mutant_id]
     names = (names,) if isinstance(names, str) else names
     assert any(name in m for m in messages for name in names), messages
+
+
+def _rename_saved_store(root, name="_kept_for_backward"):
+    """The reference with ``save_for_backward``'s store under another private name (the
+    node and Function.apply are the submission's own files: nothing fixes the name)."""
+    for rel in ("autograd/node.py", "autograd/function.py", "amp/opmath.py"):
+        path = root / "tinytrain" / rel
+        path.write_text(path.read_text().replace("_to_save", name))
+
+
+def test_ownership_of_saved_arrays_does_not_rely_on_the_private_name(tmp_path):
+    """The probe finds what forward saved without ``ctx._to_save`` (the public
+    ``saved_tensors``, the ctx's own attributes, and a second backward that must agree
+    with the first): a backward that writes into an array it saved is caught whatever the
+    store is called, and the renamed reference itself keeps full marks."""
+    wrong = next(m for m in all_mutants() if m.id == "mse-loss-backward-scales-saved-diff")
+    wrong.apply(tmp_path / "wrong")
+    _rename_saved_store(tmp_path / "wrong")
+    score = grade_forked(tmp_path / "wrong", tmp_path / "out-wrong", "--tasks", "2.7",
+                         "--no-shrink")
+    got, full = task_scores(score)["2.7"]
+    assert got < full, "a backward writing into its saved array passed under a renamed store"
+    messages = [t["message"] for task in score["tasks"] for t in task["tests"]
+                if t["status"] != "passed"]
+    assert any("ownership" in m for m in messages), messages
+    correct = next(m for m in all_mutants() if m.id == "mse-loss-backward-scales-saved-diff")
+    correct = type(correct)(id="renamed", task="2.7", file=correct.file, find=correct.find,
+                            replace=correct.find, why="")
+    correct.apply(tmp_path / "right")
+    _rename_saved_store(tmp_path / "right")
+    score = grade_forked(tmp_path / "right", tmp_path / "out-right", "--tasks", "2.1,2.7",
+                         "--no-shrink")
+    assert all(got == full for got, full in task_scores(score).values()), task_scores(score)

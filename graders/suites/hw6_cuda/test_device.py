@@ -227,23 +227,28 @@ def test_gpt_trains_on_the_device(submission):
 @task("6.7")
 @pytest.mark.parametrize("frozen", ["weight", "x"])
 def test_device_linear_with_an_input_that_needs_no_grad(submission, frozen):
-    """F.linear on the device where the weight (a frozen layer) or x does not require
-    grad: the inputs that do get torch's gradients."""
+    """F.linear and matmul on the device where the weight (a frozen layer, matmul's second
+    operand) or x (the first) does not require grad: the inputs that do get torch's
+    gradients."""
     need_triton(submission)
     rng = case_rng(6, "6.7 frozen linear", frozen)
-    names = ("x", "weight", "bias")
-    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 4), (5, 4), (5,))]
-    inputs = [{"array": a, "grad": name != frozen} for name, a in zip(names, arrays)]
-    grad = rng.standard_normal((2, 3, 5)).astype(np.float32)
-    expected = oracle.device_op("linear", inputs, {}, grad)
-    got = submission.call("cuda.device_op", "linear", inputs, {}, grad,
-                          kernels=device_kernels(submission))
-    assert_conforms(got, {"output": expected["output"], "device": "",
-                          "grads": [np.empty(g.shape) for g in expected["grads"]],
-                          "grad_devices": [""] * 2, "launched": None}, what="linear")
-    case = f"F.linear(x (2, 3, 4), weight (5, 4), bias (5,)) with {frozen}.requires_grad False"
-    rtol, atol = DEVICE_TOLERANCE
-    graded = [name for name in names if name != frozen]
-    for name, g, e in zip(graded, got["grads"], expected["grads"], strict=True):
-        assert_close(g, e, what=f"linear on the cuda device: {name}.grad", rtol=rtol,
-                     atol=atol, case=case)
+    for op, names, shapes in (("linear", ("x", "weight", "bias"), ((2, 3, 4), (5, 4), (5,))),
+                              ("matmul", ("x", "weight"), ((2, 3, 4), (4, 5)))):
+        arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        inputs = [{"array": a, "grad": name != frozen} for name, a in zip(names, arrays)]
+        grad = rng.standard_normal((2, 3, 5)).astype(np.float32)
+        expected = oracle.device_op(op, inputs, {}, grad)
+        got = submission.call("cuda.device_op", op, inputs, {}, grad,
+                              kernels=device_kernels(submission))
+        assert_conforms(got, {"output": expected["output"], "device": "",
+                              "grads": [np.empty(g.shape) for g in expected["grads"]],
+                              "grad_devices": [""] * (len(names) - 1), "launched": None},
+                        what=op)
+        case = (f"F.linear(x (2, 3, 4), weight (5, 4), bias (5,)) with {frozen}.requires_grad "
+                "False" if op == "linear" else
+                f"x (2, 3, 4) @ weight (4, 5) with {frozen}.requires_grad False")
+        rtol, atol = DEVICE_TOLERANCE
+        graded = [name for name in names if name != frozen]
+        for name, g, e in zip(graded, got["grads"], expected["grads"], strict=True):
+            assert_close(g, e, what=f"{op} on the cuda device: {name}.grad", rtol=rtol,
+                         atol=atol, case=case)
