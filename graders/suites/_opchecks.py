@@ -253,29 +253,6 @@ def _grad_layouts(op: OpInfo, sample: Sample, admitted: list[str],
     return checks
 
 
-# per op: the dtypes its backward has been checked in, and per sample seen, the dtype of
-# the extra sample it brings (None: none)
-_dtype_state: dict[str, tuple[set[str], dict[bytes, str | None]]] = {}
-
-
-def _dtype_wanted(op: OpInfo, sample: Sample, dtype: np.dtype) -> np.dtype | None:
-    """The dtype axis of the backward check, enumerated, not drawn: each example's own
-    sample is in the dtype it drew (``dtype``); while some dtype of the op's was never
-    checked, the example also checks one more sample of the op in the first of those. So
-    every dtype the op takes (float64 among them, whose tolerance sees a float32
-    accumulation) is checked, by construction. A sample seen before brings the same."""
-    done, seen = _dtype_state.setdefault(op.name, (set(), {}))
-    key = _sample_key(sample)
-    if key not in seen:
-        done.add(np.dtype(dtype).name)
-        wanted = next((t for t in op.dtypes if np.dtype(t).name not in done), None)
-        if wanted is not None:
-            done.add(np.dtype(wanted).name)
-        seen[key] = None if wanted is None else np.dtype(wanted).name
-    name = seen[key]
-    return None if name is None else next(t for t in op.dtypes if np.dtype(t).name == name)
-
-
 # per op: the inputs already checked not requiring grad, and per sample seen, the one it
 # checks so (None: none)
 _frozen_state: dict[str, tuple[set[int], dict[bytes, int | None]]] = {}
@@ -380,7 +357,6 @@ def op_enumeration(op: OpInfo) -> None:
     grading, a forked one's parent): a grade never depends on what was graded before."""
     _grad_layout_state.pop(op.name, None)
     _frozen_state.pop(op.name, None)
-    _dtype_state.pop(op.name, None)
 
 
 def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
@@ -412,22 +388,18 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         """Every input's gradient matches torch's autograd (broadcasting, 0-d, empty and
         non-contiguous inputs, float16, bfloat16, float32 and float64, and in some samples
         NaN, +-inf or -0.0 inputs: NaN where torch's gradient is NaN), for incoming
-        gradients in every layout the op's output can take, in every dtype the op takes,
-        and once with each input in turn not requiring grad; backward writes into none of
-        the arrays it is given or keeps, and a second backward gives the same gradients."""
+        gradients in every layout the op's output can take, and once with each input in
+        turn not requiring grad; backward writes into none of the arrays it is given or
+        keeps, and a second backward gives the same gradients."""
         d = Draw(data)
-        dtype = d.pick(op.dtypes)
-        sample = op.sample(d, dtype)
+        sample = op.sample(d, d.pick(op.dtypes))
         special = None
         if op.grad_specials and d.integer(0, SPECIAL_FRACTION - 1) == 0:
             special = d.special_values(sample, op.grad_specials)
         freeze = _freeze_one(op, sample)
-        other_dtype = _dtype_wanted(op, sample, dtype)
         outputs = oracle.forward(op, sample)
         checks = _grad_layouts(op, sample, _admitted(op, sample, outputs),
                                lambda: op.sample(d, d.pick(op.dtypes)))
-        if other_dtype is not None:  # one more sample, in a dtype not checked yet
-            checks.append((op.sample(d, other_dtype), "contiguous"))
         for k, (checked, layout) in enumerate(checks):
             got, expected_out, expected, grads_out, grad_layout = _backward_along_axes(
                 submission, op, checked, d, grad_layout=layout,
