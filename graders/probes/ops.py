@@ -269,7 +269,9 @@ def _direct_backward(capture: _Capture, inputs: _Inputs,
         if g is None or id(arg) not in capture.wanted_ids:
             continue
         # (an ndarray's own .data is a memoryview, which bfloat16 cannot give)
-        g = g if isinstance(g, np.ndarray) else np.asarray(getattr(g, "data", g))
+        # (and a NumPy scalar's, which a 0-d result indexed out of an array is)
+        g = g if isinstance(g, np.ndarray) else np.asarray(
+            g if isinstance(g, np.generic) else getattr(g, "data", g))
         if g.shape == arg.data.shape:  # the engine casts a well-shaped gradient, too
             g = g.astype(arg.data.dtype, copy=False)
         found[id(arg)] = found[id(arg)] + g if id(arg) in found else g
