@@ -430,8 +430,8 @@ ALTERNATIVES = [
         ctx.save_for_backward(result)
         return result""",
         replace="""        ctx.save_for_backward(a)
-        return np.where(a.data > 0, a.data, 0)""",
-        why="relu saving its input and masking on x > 0",
+        return np.maximum(a.data, 0)""",
+        why="relu saving its input and masking on x > 0 (forward keeps NaN, as torch does)",
     ),
     Mutant(
         id="linear-via-einsum",
