@@ -423,7 +423,9 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
     @given(data=st.data())
     def test_gradcheck(submission, op, data):
         """In float64 away from kinks, every gradient matches central differences of the
-        forward (computed with torch's forward, independently of torch's autograd)."""
+        forward (computed with torch's forward, independently of torch's autograd), and
+        torch's autograd at float64 precision (the float64 axis in every example, not only
+        where a float64 sample is drawn)."""
         d = Draw(data)
         sample = op.sample(d, np.dtype(np.float64))
         assume(op.near_kink is None or not op.near_kink(sample))
@@ -435,6 +437,9 @@ def op_checks(assignment: str) -> dict[str, Callable[..., Any]]:
         assert_conforms(got, {"grads": None}, what=f"{op.name}: the observation")
         _check_grads(op, sample, got["grads"], estimate, grads_out, len(outputs),
                      tolerance=GRADCHECK_TOLERANCE, against="central differences (eps 1e-6)")
+        _, expected = oracle.backward(op, sample, grads_out)
+        _check_grads(op, sample, got["grads"], expected, grads_out, len(outputs),
+                     " in float64")
 
     @pytest.mark.parametrize(("op", "kink"), _cases(ops, "kinks"))
     @settings(max_examples=examples(10))
