@@ -596,6 +596,15 @@ MUTANTS += [
         why="Embedding's weight drawn from U(-1, 1) instead of N(0, 1)",
     ),
     Mutant(
+        id="embedding-padding-idx-zero-kept",
+        task="5.8",
+        file="nn/layers.py",
+        find="        if self.padding_idx is not None:",
+        replace="        if self.padding_idx:",
+        why="Embedding(padding_idx=0) leaves row 0 drawn: the falsy padding index is "
+            "taken for none",
+    ),
+    Mutant(
         id="embedding-backward-overwrites-repeats",
         task="5.8",
         file="ops/layers.py",

@@ -176,8 +176,9 @@ def test_linear_matches_torch(submission, spec):
     _check_run(submission, spec)
 
 
+# padding_idx 0 too: the falsy value of the option (a row to zero all the same)
 EMBEDDING_INITS = [([300, 40], {}), ([50, 8], {"padding_idx": 3}),
-                   ([60, 7], {"padding_idx": -2})]
+                   ([60, 7], {"padding_idx": -2}), ([40, 6], {"padding_idx": 0})]
 
 
 @task("5.8")
