@@ -6,6 +6,7 @@ its own part). Marks in the trace: "forward", "backward", "done"."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -90,25 +91,25 @@ def _sequence_parallel_branches(tt: Any, block: Any) -> None:
     arrays = importlib.import_module(tt.__name__ + ".distributed.collectives.arrays")
     dim = 1  # (batch, time, features)
 
-    class Gather(arrays.CollectiveFunction):
-        @staticmethod
-        def forward(ctx: Any, x: Any, group: Any) -> np.ndarray:
-            ctx.group = group
-            return arrays.all_gather(x.data, dim, group)
+    def along_sequence(name: str, there: Callable, back: Callable) -> type:
+        """A Function running ``there`` along the sequence in forward, ``back`` in backward."""
 
-        @staticmethod
-        def backward(ctx: Any, g: np.ndarray) -> tuple[np.ndarray, None]:
-            return arrays.reduce_scatter(g, dim, ctx.group), None
+        class Collective(arrays.CollectiveFunction):
+            @staticmethod
+            def forward(ctx: Any, x: Any, group: Any) -> np.ndarray:
+                ctx.group = group
+                return there(x.data, dim, group)
 
-    class ReduceScatter(arrays.CollectiveFunction):
-        @staticmethod
-        def forward(ctx: Any, x: Any, group: Any) -> np.ndarray:
-            ctx.group = group
-            return arrays.reduce_scatter(x.data, dim, group)
+            @staticmethod
+            def backward(ctx: Any, g: np.ndarray) -> tuple[np.ndarray, None]:
+                return back(g, dim, ctx.group), None
 
-        @staticmethod
-        def backward(ctx: Any, g: np.ndarray) -> tuple[np.ndarray, None]:
-            return arrays.all_gather(g, dim, ctx.group), None
+        Collective.__name__ = Collective.__qualname__ = name
+        return Collective
+
+    Gather = along_sequence("Gather", arrays.all_gather, arrays.reduce_scatter)  # noqa: N806
+    ReduceScatter = along_sequence("ReduceScatter", arrays.reduce_scatter,  # noqa: N806
+                                   arrays.all_gather)
 
     class Column(tp.ColumnParallelLinear):
         def forward(self, x: Any) -> Any:
