@@ -596,6 +596,15 @@ MUTANTS += [
         why="Embedding's weight drawn from U(-1, 1) instead of N(0, 1)",
     ),
     Mutant(
+        id="embedding-backward-accumulates-in-float32",
+        task="5.8",
+        file="ops/layers.py",
+        find="        grad_weight = np.zeros((ctx.num_embeddings, dim), dtype=grad.dtype)",
+        replace="        grad_weight = np.zeros((ctx.num_embeddings, dim), dtype=np.float32)",
+        why="the weight's gradient summed in float32 whatever the weight's dtype: a float64 "
+            "table gets float32-rounded gradients",
+    ),
+    Mutant(
         id="embedding-padding-idx-zero-kept",
         task="5.8",
         file="nn/layers.py",
